@@ -1,0 +1,36 @@
+// A Buffer is a span of bytes a kernel may read or write: owned (aligned allocation) or a
+// zero-copy view of external memory (numpy array, memory-mapped file) kept alive by `owner`.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+namespace eyas {
+
+class Buffer {
+ public:
+  static std::shared_ptr<Buffer> allocate(size_t bytes);
+  static std::shared_ptr<Buffer> wrap(void* data, size_t bytes, std::shared_ptr<void> owner, bool read_only = false);
+
+  ~Buffer();
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+
+  void* data() const { return data_; }
+  size_t size() const { return size_; }
+  bool read_only() const { return read_only_; }
+  uint64_t id() const { return id_; }  // unique per process, for hazard tracking and messages
+
+ private:
+  Buffer(void* data, size_t size, bool owned, std::shared_ptr<void> owner, bool read_only);
+  void* data_;
+  size_t size_;
+  bool owned_;
+  bool read_only_;
+  std::shared_ptr<void> owner_;
+  uint64_t id_;
+};
+
+using BufferPtr = std::shared_ptr<Buffer>;
+
+}  // namespace eyas

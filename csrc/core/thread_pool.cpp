@@ -1,0 +1,84 @@
+#include "core/thread_pool.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+static inline void cpu_relax() { _mm_pause(); }
+#else
+static inline void cpu_relax() {}
+#endif
+
+namespace eyas {
+
+constexpr int kSpinIterations = 200000;
+
+ThreadPool::ThreadPool(int num_threads) : num_threads_(num_threads) {
+  if (num_threads < 1 || num_threads > 1024)
+    throw std::invalid_argument("[ThreadPool] num_threads must be in [1, 1024], got " + std::to_string(num_threads));
+  for (int t = 1; t < num_threads; ++t) threads_.emplace_back(&ThreadPool::worker, this, t);
+}
+
+ThreadPool::~ThreadPool() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_.store(true);
+    generation_.fetch_add(1);
+  }
+  wake_.notify_all();
+  for (auto& th : threads_) th.join();
+}
+
+void ThreadPool::run(const std::function<void(int, int)>& fn) {
+  if (num_threads_ == 1) {
+    fn(0, 1);
+    return;
+  }
+  job_ = &fn;
+  pending_.store(num_threads_ - 1, std::memory_order_relaxed);
+  {
+    // Publishing under the lock pairs with the sleepers' predicate check.
+    std::lock_guard<std::mutex> lock(mutex_);
+    generation_.fetch_add(1, std::memory_order_release);
+  }
+  if (sleepers_.load() > 0) wake_.notify_all();
+  fn(0, num_threads_);
+  while (pending_.load(std::memory_order_acquire) != 0) cpu_relax();
+  job_ = nullptr;
+}
+
+void ThreadPool::worker(int tid) {
+  uint64_t seen = 0;
+  for (;;) {
+    uint64_t gen = generation_.load(std::memory_order_acquire);
+    for (int spin = 0; gen == seen && spin < kSpinIterations; ++spin) {
+      cpu_relax();
+      gen = generation_.load(std::memory_order_acquire);
+    }
+    if (gen == seen) {
+      std::unique_lock<std::mutex> lock(mutex_);
+      sleepers_.fetch_add(1);
+      wake_.wait(lock, [&] { return generation_.load() != seen; });
+      sleepers_.fetch_sub(1);
+      gen = generation_.load(std::memory_order_acquire);
+    }
+    seen = gen;
+    if (stop_.load()) return;
+    (*job_)(tid, num_threads_);
+    pending_.fetch_sub(1, std::memory_order_acq_rel);
+  }
+}
+
+void ThreadPool::split(int64_t n, int tid, int nth, int64_t grain, int64_t* begin, int64_t* end) {
+  grain = std::max<int64_t>(grain, 1);
+  int64_t blocks = (n + grain - 1) / grain;
+  int64_t per = blocks / nth, extra = blocks % nth;
+  int64_t b0 = tid * per + std::min<int64_t>(tid, extra);
+  int64_t b1 = b0 + per + (tid < extra ? 1 : 0);
+  *begin = std::min(n, b0 * grain);
+  *end = std::min(n, b1 * grain);
+}
+
+}  // namespace eyas

@@ -1,0 +1,6 @@
+"""eyas: fast local LLM inference with EAGLE-3 speculative decoding over dynamic draft trees."""
+
+from eyas import _core
+
+__version__ = "0.1.0"
+__all__ = ["_core", "__version__"]
