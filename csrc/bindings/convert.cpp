@@ -50,7 +50,7 @@ Tensor from_numpy(const char* op, const char* name, Array a) {
   nb::object owner = nb::find(a);
   bool read_only = false;
   if (owner.is_valid() && nb::hasattr(owner, "flags")) read_only = !nb::cast<bool>(owner.attr("flags").attr("writeable"));
-  t.buffer = Buffer::wrap(a.data(), a.nbytes(), owner.is_valid() ? keep_alive(owner) : nullptr, read_only);
+  t.buffer = Buffer::wrap(const_cast<void*>(static_cast<const void*>(a.data())), a.nbytes(), owner.is_valid() ? keep_alive(owner) : nullptr, read_only);
   return t;
 }
 
@@ -87,7 +87,7 @@ nb::object to_numpy(const Tensor& t) {
   } else {
     for (int64_t d : t.shape) shape.push_back(size_t(d));
   }
-  Array arr(t.data<void>(), shape.size(), shape.data(), owner, nullptr, dt);
+  nb::ndarray<nb::numpy, nb::c_contig, nb::device::cpu> arr(t.data<void>(), shape.size(), shape.data(), owner, nullptr, dt);
   return nb::cast(arr);
 }
 

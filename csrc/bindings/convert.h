@@ -14,7 +14,8 @@
 namespace eyas::bind {
 
 namespace nb = nanobind;
-using Array = nb::ndarray<nb::numpy, nb::c_contig, nb::device::cpu>;
+// Read-only arrays (memory-mapped weights) are accepted; writes to them are refused by the encoder.
+using Array = nb::ndarray<nb::numpy, nb::c_contig, nb::device::cpu, nb::ro>;
 
 // View a C-contiguous numpy array as a Tensor; dtype follows the array (float32 -> F32, ...).
 Tensor from_numpy(const char* op, const char* name, Array a);
