@@ -1,0 +1,140 @@
+// Bindings for the pure speculation pieces: RNG, sampling distribution, tree expansion, accept.
+#include <nanobind/stl/array.h>
+
+#include "bindings/registry.h"
+#include "bindings/spec_util.h"
+#include "spec/accept.h"
+#include "spec/tree.h"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+using namespace eyas;
+using namespace eyas::spec;
+
+static nb::dict tree_to_dict(const DraftTree& t) {
+  nb::dict d;
+  const size_t n = size_t(t.size());
+  d["tokens"] = bind::vec_to_numpy(t.tokens);
+  d["parents"] = bind::vec_to_numpy(t.parents);
+  d["depths"] = bind::vec_to_numpy(t.depths);
+  d["scores"] = bind::vec_to_numpy(t.scores);
+  d["mask"] = bind::vec_to_numpy(t.mask, {n, n});
+  return d;
+}
+
+static SamplingParams sampling(const char* op, float temperature, int32_t top_k, float top_p) {
+  SamplingParams p{temperature, top_k, top_p};
+  check_sampling(op, p);
+  return p;
+}
+
+EYAS_BINDINGS(spec_tree) {
+  nb::module_ s = m.def_submodule("spec", "Speculative decoding: drafter, tree expansion, accept.");
+
+  nb::class_<Rng>(s, "Rng", "Seeded xoshiro256** generator; the same seed gives the same draws everywhere.")
+      .def(nb::init<uint64_t>(), "seed"_a = 0)
+      .def("reseed", &Rng::reseed, "seed"_a)
+      .def("uniform", &Rng::uniform, "A double in [0, 1).")
+      .def_prop_rw("state", &Rng::state, &Rng::set_state);
+
+  s.def(
+      "target_probs",
+      [](bind::Array logits, float temperature, int32_t top_k, float top_p) {
+        const char* op = "target_probs";
+        Tensor t = bind::typed(op, "logits", logits, DType::F32, 1);
+        SamplingParams p = sampling(op, temperature, top_k, top_p);
+        if (p.temperature <= 0.0f) fail(op, "temperature must be > 0 for a distribution");
+        std::vector<double> probs;
+        target_probs(t.data<float>(), t.dim(0), p, probs);
+        return bind::vec_to_numpy(std::move(probs));
+      },
+      "logits"_a, "temperature"_a, "top_k"_a = 0, "top_p"_a = 1.0f,
+      "float64[V] sampling distribution: softmax(logits/T), then top-k, then top-p, renormalised.");
+
+  s.def(
+      "sample",
+      [](bind::Array logits, float temperature, int32_t top_k, float top_p, Rng& rng) {
+        const char* op = "sample";
+        Tensor t = bind::typed(op, "logits", logits, DType::F32, 1);
+        SamplingParams p = sampling(op, temperature, top_k, top_p);
+        if (t.dim(0) < 1) fail(op, "logits must not be empty");
+        if (p.temperature <= 0.0f) return argmax_row(t.data<float>(), t.dim(0));
+        std::vector<double> probs;
+        target_probs(t.data<float>(), t.dim(0), p, probs);
+        return sample_index(probs, 1.0, rng);
+      },
+      "logits"_a, nb::kw_only(), "temperature"_a = 0.0f, "top_k"_a = 0, "top_p"_a = 1.0f, "rng"_a,
+      "One token from logits F32[V] (argmax when temperature == 0), with the same rules as accept().");
+
+  nb::class_<TreeBuilder>(s, "TreeBuilder",
+                          "EAGLE-2 best-first tree expansion driven by per-level draft logits.")
+      .def(
+          "__init__",
+          [](TreeBuilder* self, int32_t top_k, int32_t depth, int32_t total_tokens, int64_t draft_vocab,
+             std::optional<bind::Array> d2t) {
+            std::vector<int32_t> map;
+            if (d2t) {
+              Tensor t = bind::typed("expand_tree", "d2t", *d2t, DType::I32, 1);
+              map.assign(t.data<int32_t>(), t.data<int32_t>() + t.dim(0));
+            }
+            new (self) TreeBuilder(TreePolicy{top_k, depth, total_tokens}, std::move(map), draft_vocab);
+          },
+          "top_k"_a, "depth"_a, "total_tokens"_a, "draft_vocab"_a, "d2t"_a = nb::none())
+      .def(
+          "start",
+          [](TreeBuilder& b, int32_t root_token, bind::Array logits) {
+            Tensor t = bind::typed("expand_tree", "root_logits", logits, DType::F32, 1);
+            check_dim("expand_tree", "root_logits", t, 0, b.draft_vocab());
+            b.start(root_token, t.data<float>());
+          },
+          "root_token"_a, "root_logits"_a)
+      .def_prop_ro("wants_level", &TreeBuilder::wants_level)
+      .def_prop_ro("level", &TreeBuilder::level)
+      .def_prop_ro("slots_run", &TreeBuilder::slots_run)
+      .def_prop_ro("frontier_tokens", [](TreeBuilder& b) { return bind::vec_to_numpy(b.frontier_tokens()); })
+      .def_prop_ro("frontier_parent_rows",
+                   [](TreeBuilder& b) { return bind::vec_to_numpy(b.frontier_parent_rows()); })
+      .def_prop_ro("frontier_mask",
+                   [](TreeBuilder& b) {
+                     const size_t f = b.frontier_tokens().size();
+                     return bind::vec_to_numpy(b.frontier_mask(), {f, size_t(b.slots_run()) + f});
+                   })
+      .def(
+          "extend",
+          [](TreeBuilder& b, bind::Array logits) {
+            Tensor t = bind::typed("expand_tree", "logits", logits, DType::F32, 2);
+            check_dim("expand_tree", "logits", t, 0, int64_t(b.frontier_tokens().size()));
+            check_dim("expand_tree", "logits", t, 1, b.draft_vocab());
+            b.extend(t.data<float>());
+          },
+          "logits"_a)
+      .def("finish", [](TreeBuilder& b) { return tree_to_dict(b.finish()); },
+           "dict(tokens, parents, depths, scores: [N], mask: uint8[N, N]) with the root at node 0.");
+
+  s.def(
+      "accept",
+      [](bind::Array logits, bind::Array tokens, bind::Array parents, float temperature, int32_t top_k, float top_p,
+         std::optional<Rng*> rng) {
+        const char* op = "accept";
+        Tensor lg = bind::typed(op, "logits", logits, DType::F32, 2);
+        Tensor tk = bind::typed(op, "tokens", tokens, DType::I32, 1);
+        Tensor pa = bind::typed(op, "parents", parents, DType::I32, 1);
+        const int32_t n = int32_t(tk.dim(0));
+        check_dim(op, "parents", pa, 0, n);
+        check_dim(op, "logits", lg, 0, n);
+        SamplingParams p = sampling(op, temperature, top_k, top_p);
+        if (p.temperature > 0.0f && !(rng && *rng)) fail(op, "sampling (temperature > 0) needs an rng");
+        check_tree(op, tk.data<int32_t>(), pa.data<int32_t>(), n, lg.dim(1));
+        Rng dummy;
+        AcceptResult r = accept_tree(lg.data<float>(), lg.dim(1), tk.data<int32_t>(), pa.data<int32_t>(), n, p,
+                                     (rng && *rng) ? **rng : dummy);
+        nb::dict d;
+        d["path"] = bind::vec_to_numpy(std::move(r.path));
+        d["tokens"] = bind::vec_to_numpy(std::move(r.tokens));
+        return d;
+      },
+      "logits"_a, "tokens"_a, "parents"_a, nb::kw_only(), "temperature"_a = 0.0f, "top_k"_a = 0, "top_p"_a = 1.0f,
+      "rng"_a = nb::none(),
+      "Accept a verified tree. logits: F32[N, V] target logits per node. Returns dict(path: accepted node indices "
+      "from the root, tokens: accepted drafted tokens then the bonus token).");
+}

@@ -1,0 +1,72 @@
+#include "spec/accept.h"
+
+#include <string>
+
+#include "core/tensor.h"
+
+namespace eyas::spec {
+
+void check_tree(const char* op, const int32_t* tokens, const int32_t* parents, int32_t n, int64_t vocab) {
+  if (n < 1) fail(op, "tree must have at least the root node");
+  if (parents[0] != -1) fail(op, "parents[0] must be -1 (the root)");
+  for (int32_t i = 0; i < n; ++i) {
+    if (tokens[i] < 0 || tokens[i] >= vocab)
+      fail(op, "tokens[" + std::to_string(i) + "] = " + std::to_string(tokens[i]) + " outside the vocabulary");
+    if (i > 0 && (parents[i] < 0 || parents[i] >= i))
+      fail(op, "parents[" + std::to_string(i) + "] = " + std::to_string(parents[i]) +
+                   " must be an earlier node (parents come before children)");
+  }
+}
+
+AcceptResult accept_tree(const float* logits, int64_t vocab, const int32_t* tokens, const int32_t* parents,
+                         int32_t n, const SamplingParams& params, Rng& rng) {
+  std::vector<std::vector<int32_t>> children(static_cast<size_t>(n));
+  for (int32_t i = 1; i < n; ++i) children[size_t(parents[i])].push_back(i);
+  AcceptResult r;
+  r.path.push_back(0);
+  int32_t cur = 0;
+  const bool greedy = params.temperature <= 0.0f;
+  std::vector<double> p;
+  while (true) {
+    const float* row = logits + int64_t(cur) * vocab;
+    if (greedy) {
+      const int32_t best = argmax_row(row, vocab);
+      int32_t next = -1;
+      for (int32_t c : children[size_t(cur)])
+        if (tokens[c] == best) next = c;
+      r.tokens.push_back(best);
+      if (next < 0) return r;
+      r.path.push_back(next);
+      cur = next;
+      continue;
+    }
+    target_probs(row, vocab, params, p);
+    double total = 1.0;  // mass left after zeroing rejected siblings; p / total is the residual
+    int32_t next = -1;
+    for (int32_t c : children[size_t(cur)]) {
+      const int32_t x = tokens[c];
+      if (p[size_t(x)] <= 0.0) continue;  // zero-probability or an already-rejected duplicate
+      if (rng.uniform() * total < p[size_t(x)]) {
+        next = c;
+        break;
+      }
+      total -= p[size_t(x)];
+      p[size_t(x)] = 0.0;
+      if (!(total > 1e-12)) {  // drift after many subtractions: recompute exactly
+        total = 0.0;
+        for (double v : p) total += v;
+      }
+    }
+    if (next < 0) {
+      total = 0.0;
+      for (double v : p) total += v;
+      r.tokens.push_back(sample_index(p, total, rng));
+      return r;
+    }
+    r.tokens.push_back(tokens[next]);
+    r.path.push_back(next);
+    cur = next;
+  }
+}
+
+}  // namespace eyas::spec

@@ -1,0 +1,27 @@
+// Accepting a verified draft tree (reference eagle3.md §5.2-5.3): the greedy longest-path walk
+// and lossless recursive rejection sampling over siblings (draft treated as deterministic, q = 1).
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "spec/rng.h"
+#include "spec/sampling.h"
+
+namespace eyas::spec {
+
+struct AcceptResult {
+  std::vector<int32_t> path;    // [m] accepted node indices from the root (path[0] = 0)
+  std::vector<int32_t> tokens;  // [m] tokens emitted: the accepted drafted tokens, then the bonus
+};
+
+// Checks a tree given as arrays: parents[0] = -1, every other parent < its own index.
+void check_tree(const char* op, const int32_t* tokens, const int32_t* parents, int32_t n, int64_t vocab);
+
+// logits: [n, vocab] target logits of every node (row i predicts the token after node i).
+// Greedy: follow the child whose token equals the argmax, bonus = argmax at the last node.
+// Sampling: at each node try the children in node order, accepting token x with probability
+// p(x) (p renormalised after each rejection); otherwise draw from the residual p.
+AcceptResult accept_tree(const float* logits, int64_t vocab, const int32_t* tokens, const int32_t* parents,
+                         int32_t n, const SamplingParams& params, Rng& rng);
+
+}  // namespace eyas::spec

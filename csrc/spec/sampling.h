@@ -1,0 +1,32 @@
+// The target's sampling distribution (temperature, top-k, top-p) and draws from it. Plain and
+// speculative decoding must share these definitions for sampling to be lossless.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "spec/rng.h"
+
+namespace eyas::spec {
+
+struct SamplingParams {
+  float temperature = 0.0f;  // <= 0: greedy (argmax)
+  int32_t top_k = 0;         // <= 0: off
+  float top_p = 1.0f;        // >= 1: off
+};
+
+// Throws std::invalid_argument "[op] ..." for non-finite temperature or top_p outside (0, 1].
+void check_sampling(const char* op, const SamplingParams& p);
+
+// First index of the maximum (NaNs ignored); the tie-break plain greedy decoding uses.
+int32_t argmax_row(const float* logits, int64_t n);
+
+// probs[n] (double) = softmax(logits / T) restricted to the top_k most likely tokens (ties: lower
+// id first), then to the smallest prefix of them (by probability desc) whose mass reaches top_p;
+// renormalised. Requires temperature > 0.
+void target_probs(const float* logits, int64_t n, const SamplingParams& p, std::vector<double>& probs);
+
+// Draws an index from probs / total (total = sum of probs, passed in so callers can zero entries
+// without renormalising). Scans in index order, so a draw is a pure function of the RNG state.
+int32_t sample_index(const std::vector<double>& probs, double total, Rng& rng);
+
+}  // namespace eyas::spec
