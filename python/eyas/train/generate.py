@@ -1,0 +1,64 @@
+"""Batched self-distillation generation with the torch target (left-padded, KV-cached).
+
+Each row has its own temperature: 0 = greedy, > 0 = temperature + nucleus sampling. Rows stop
+at EOS; the batch stops when every row has stopped or after max_new tokens.
+"""
+
+from __future__ import annotations
+
+import torch
+
+
+def _sample(logits, temps, top_p, gen):
+    """logits: [B, V] fp32; temps: [B] (0 = greedy) -> [B] token ids."""
+    greedy = logits.argmax(-1)
+    if not bool((temps > 0).any()):
+        return greedy
+    probs = torch.softmax(logits / temps.clamp_min(1e-4)[:, None], -1)
+    sp, si = probs.sort(-1, descending=True)
+    keep = (sp.cumsum(-1) - sp) < top_p  # smallest prefix with mass >= top_p
+    sp = sp * keep
+    pick = torch.multinomial(sp / sp.sum(-1, keepdim=True), 1, generator=gen)[:, 0]
+    sampled = si.gather(1, pick[:, None])[:, 0]
+    return torch.where(temps > 0, sampled, greedy)
+
+
+@torch.no_grad()
+def generate_batch(model, prompts, max_new, temps=None, top_p=0.95, seed=0, dtype=torch.float32):
+    """prompts: list of token-id lists -> list of response id lists (each ends with EOS if it stopped).
+
+    dtype: KV cache dtype (bf16 on GPU under autocast, fp32 on CPU).
+    """
+    c = model.cfg
+    dev = model.embed.device
+    B = len(prompts)
+    P = max(len(p) for p in prompts)
+    S = P + max_new
+    ids = torch.full((B, P), c.pad_id, dtype=torch.long, device=dev)
+    pad = torch.tensor([P - len(p) for p in prompts], device=dev)
+    for b, p in enumerate(prompts):
+        ids[b, P - len(p):] = torch.tensor(p, device=dev)
+    key_mask = torch.arange(S, device=dev)[None, :] >= pad[:, None]  # [B, S], padding off
+    kv = tuple(torch.zeros(c.num_layers, B, c.num_kv_heads, S, c.head_dim, dtype=dtype, device=dev) for _ in range(2))
+    pos = (torch.arange(P, device=dev)[None, :] - pad[:, None]).clamp_min(0)
+    temps = torch.zeros(B, device=dev) if temps is None else torch.as_tensor(temps, dtype=torch.float32, device=dev)
+    gen = torch.Generator(device=dev).manual_seed(seed)
+    final, _ = model(ids, pos=pos, key_mask=key_mask, kv=kv, cache_pos=0, want_aux=False)
+    out = torch.full((B, max_new), c.eos_id, dtype=torch.long, device=dev)
+    done = torch.zeros(B, dtype=torch.bool, device=dev)
+    lens = torch.full((B,), max_new, dtype=torch.long, device=dev)
+    last = final[:, -1]
+    for step in range(max_new):
+        tok = _sample(model.logits(last).float(), temps, top_p, gen)
+        tok = torch.where(done, torch.full_like(tok, c.eos_id), tok)
+        out[:, step] = tok
+        newly = (~done) & (tok == c.eos_id)
+        lens = torch.where(newly, torch.full_like(lens, step + 1), lens)
+        done = done | newly
+        if step + 1 == max_new or bool(done.all()):
+            break
+        p = (P + step - pad)[:, None]
+        final, _ = model(tok[:, None], pos=p, key_mask=key_mask, kv=kv, cache_pos=P + step, want_aux=False)
+        last = final[:, -1]
+    out, lens = out.cpu(), lens.cpu()
+    return [out[b, : int(lens[b])].tolist() for b in range(B)]
