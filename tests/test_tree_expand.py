@@ -1,0 +1,156 @@
+"""EAGLE-2 tree expansion: hand-worked cases with exact arrays, tie-breaks, and a numpy reference."""
+
+import numpy as np
+import pytest
+
+from eyas import _core
+
+spec = _core.spec
+
+
+def logp_rows(*probs):
+    return np.log(np.array(probs, dtype=np.float64)).astype(np.float32)
+
+
+def test_hand_worked_tree():
+    # Vd = 4, draft index i -> target id 10 + i; top_k 2, depth 3, tree of 6 incl. root.
+    b = spec.TreeBuilder(2, 3, 6, 4, d2t=np.arange(10, 14, dtype=np.int32))
+    b.start(99, logp_rows([0.5, 0.3, 0.15, 0.05])[0])
+    assert b.level == 1 and b.wants_level
+    assert b.frontier_tokens.tolist() == [10, 11]
+    assert b.frontier_parent_rows.tolist() == [0, 0]
+    assert b.frontier_mask.tolist() == [[1, 0], [0, 1]]
+    # c0 -> children idx2 (.31), idx1 (.10); c1 -> idx0 (.27), idx1 (.015). Next frontier: c2, c4.
+    b.extend(logp_rows([0.1, 0.2, 0.62, 0.08], [0.9, 0.05, 0.03, 0.02]))
+    assert b.level == 2 and b.wants_level
+    assert b.frontier_tokens.tolist() == [12, 10]
+    assert b.frontier_parent_rows.tolist() == [0, 1]
+    assert b.frontier_mask.tolist() == [[1, 0, 1, 0], [0, 1, 0, 1]]
+    b.extend(logp_rows([0.25, 0.25, 0.25, 0.25], [0.7, 0.1, 0.1, 0.1]))
+    assert not b.wants_level
+    t = b.finish()
+    # Pool: c0 .5, c1 .3, c2 .31, c3 .10, c4 .27, c5 .015, c6 .075, c7 .075, c8 .189, c9 .027;
+    # best 5 = c0 c2 c1 c4 c8, emitted in candidate order.
+    assert t["tokens"].tolist() == [99, 10, 11, 12, 10, 10]
+    assert t["parents"].tolist() == [-1, 0, 0, 1, 2, 4]
+    assert t["depths"].tolist() == [0, 1, 1, 2, 2, 3]
+    assert t["mask"].tolist() == [
+        [1, 0, 0, 0, 0, 0],
+        [1, 1, 0, 0, 0, 0],
+        [1, 0, 1, 0, 0, 0],
+        [1, 1, 0, 1, 0, 0],
+        [1, 0, 1, 0, 1, 0],
+        [1, 0, 1, 0, 1, 1],
+    ]
+    want = np.log([1.0, 0.5, 0.3, 0.5 * 0.62, 0.3 * 0.9, 0.3 * 0.9 * 0.7])
+    np.testing.assert_allclose(t["scores"], want, rtol=0, atol=1e-5)
+
+
+def test_ties_prefer_lower_index():
+    b = spec.TreeBuilder(2, 2, 4, 5)
+    b.start(0, np.zeros(5, np.float32))
+    assert b.frontier_tokens.tolist() == [0, 1]
+    # Both frontier nodes' best children tie on score: frontier keeps the lower candidate index.
+    b.extend(np.array([[0, 0, 0, 0, 9], [0, 0, 0, 9, 0]], np.float32))
+    assert b.frontier_tokens.tolist() == [4, 3]
+    t = b.finish()
+    # Equal level-1 scores and equal level-2 scores: the first two level-1 nodes, then node c2.
+    assert t["tokens"].tolist() == [0, 0, 1, 4]
+    assert t["parents"].tolist() == [-1, 0, 0, 1]
+
+
+def test_chain_mode():
+    b = spec.TreeBuilder(1, 4, 32, 6)
+    b.start(5, np.array([0, 0, 3, 0, 0, 0], np.float32))
+    for tok in (4, 1, 0):
+        row = np.zeros((1, 6), np.float32)
+        row[0, tok] = 2
+        b.extend(row)
+    t = b.finish()  # total_tokens is capped by the pool (depth nodes)
+    assert t["tokens"].tolist() == [5, 2, 4, 1, 0]
+    assert t["parents"].tolist() == [-1, 0, 1, 2, 3]
+    assert t["depths"].tolist() == [0, 1, 2, 3, 4]
+    assert np.array_equal(t["mask"], np.tril(np.ones((5, 5), np.uint8)))
+
+
+def tree_ref(top_k, depth, total, root, root_logits, level_logits_fn, d2t=None):
+    """numpy reference of reference §4.1 with the documented tie-breaks."""
+
+    def topk_logp(x):
+        x = x.astype(np.float64)
+        lse = x.max() + np.log(np.exp(x - x.max()).sum())
+        order = sorted(range(len(x)), key=lambda i: (-x[i], i))[:top_k]
+        return [(i, np.float32(min((x[i] - x.max()) - (lse - x.max()), 0.0))) for i in order]
+
+    tok = (lambda i: i) if d2t is None else (lambda i: int(d2t[i]))
+    cands = []  # (score, parent cand, token, depth)
+    for i, lp in topk_logp(root_logits):
+        cands.append((np.float32(0) + lp, -1, tok(i), 1))
+    frontier = list(range(len(cands)))
+    for level in range(1, depth):
+        rows = level_logits_fn(level, [cands[c][2] for c in frontier])
+        base = len(cands)
+        for j, c in enumerate(frontier):
+            for i, lp in topk_logp(rows[j]):
+                cands.append((np.float32(cands[c][0] + lp), c, tok(i), cands[c][3] + 1))
+        new = range(base, len(cands))
+        frontier = sorted(new, key=lambda c: (-cands[c][0], c))[:top_k]
+    keep = sorted(sorted(range(len(cands)), key=lambda c: (-cands[c][0], c))[: total - 1])
+    node = {c: n + 1 for n, c in enumerate(keep)}
+    tokens = [root] + [cands[c][2] for c in keep]
+    parents = [-1] + [0 if cands[c][1] < 0 else node[cands[c][1]] for c in keep]
+    return tokens, parents
+
+
+@pytest.mark.parametrize("top_k,depth,total", [(1, 1, 2), (1, 5, 8), (2, 3, 6), (3, 4, 20), (4, 6, 32), (8, 3, 60)])
+def test_matches_reference(top_k, depth, total):
+    rng = np.random.default_rng(top_k * 100 + depth)
+    V = 11
+    table = {}
+
+    def level_logits(level, frontier_tokens):
+        # Deterministic per (level, token) so the reference and the builder see the same rows.
+        return np.stack([table.setdefault((level, t), rng.standard_normal(V).astype(np.float32) * 2)
+                         for t in frontier_tokens])
+
+    d2t = np.sort(rng.choice(100, V, replace=False)).astype(np.int32)
+    root_logits = rng.standard_normal(V).astype(np.float32)
+    b = spec.TreeBuilder(top_k, depth, total, V, d2t=d2t)
+    b.start(7, root_logits)
+    while b.wants_level:
+        b.extend(level_logits(b.level, b.frontier_tokens.tolist()))
+    t = b.finish()
+    tokens, parents = tree_ref(top_k, depth, total, 7, root_logits, level_logits, d2t)
+    assert t["tokens"].tolist() == tokens
+    assert t["parents"].tolist() == parents
+    n = len(tokens)
+    assert n == min(total, 1 + top_k + (depth - 1) * top_k * top_k)
+    # Mask = ancestor closure, depths = row sums - 1.
+    assert np.array_equal(t["depths"], t["mask"].sum(1) - 1)
+    for i in range(1, n):
+        assert t["parents"][i] < i and t["mask"][i, t["parents"][i]] == 1
+
+
+@pytest.mark.parametrize("kw,msg", [
+    (dict(top_k=0, depth=2, total_tokens=4, draft_vocab=5), "top_k"),
+    (dict(top_k=6, depth=2, total_tokens=4, draft_vocab=5), "top_k"),
+    (dict(top_k=2, depth=0, total_tokens=4, draft_vocab=5), "depth"),
+    (dict(top_k=2, depth=2, total_tokens=1, draft_vocab=5), "total_tokens"),
+])
+def test_bad_policy(kw, msg):
+    with pytest.raises(ValueError, match=rf"\[expand_tree\].*{msg}"):
+        spec.TreeBuilder(**kw)
+
+
+def test_bad_inputs():
+    with pytest.raises(ValueError, match=r"\[expand_tree\].*d2t"):
+        spec.TreeBuilder(2, 2, 4, 5, d2t=np.arange(4, dtype=np.int32))
+    b = spec.TreeBuilder(2, 2, 4, 5)
+    with pytest.raises(ValueError, match=r"\[expand_tree\]"):
+        b.start(0, np.zeros(4, np.float32))
+    b.start(0, np.zeros(5, np.float32))
+    with pytest.raises(ValueError, match=r"\[expand_tree\]"):
+        b.extend(np.zeros((3, 5), np.float32))
+    b.extend(np.zeros((2, 5), np.float32))
+    with pytest.raises(ValueError, match=r"\[expand_tree\].*last level"):
+        b.extend(np.zeros((2, 5), np.float32))
