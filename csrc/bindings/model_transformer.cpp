@@ -1,0 +1,255 @@
+#include "model/deps_ready.h"
+#ifdef EYAS_MODEL_READY
+// _core.Transformer: the target model over its KV cache (contract: docs/model_spec.md).
+#include <nanobind/stl/shared_ptr.h>
+
+#include <cstring>
+
+#include "bindings/convert.h"
+#include "bindings/registry.h"
+#include "model/transformer.h"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+using namespace eyas;
+using model::Transformer;
+
+namespace {
+
+const char* kOp = "Transformer";
+
+nb::handle item(nb::dict d, const char* key) {
+  if (!d.contains(key)) fail(kOp, std::string("spec: missing key '") + key + "'");
+  return d[key];
+}
+
+template <typename T>
+T get(nb::dict d, const char* key) {
+  T out;
+  if (!nb::try_cast<T>(item(d, key), out)) fail(kOp, std::string("spec: '") + key + "' has the wrong type");
+  return out;
+}
+
+model::ModelSpec parse_spec(nb::dict d) {
+  model::ModelSpec s;
+  s.arch = get<std::string>(d, "arch");
+  s.vocab_size = get<int>(d, "vocab_size");
+  s.hidden_size = get<int>(d, "hidden_size");
+  s.num_layers = get<int>(d, "num_layers");
+  s.num_heads = get<int>(d, "num_heads");
+  s.num_kv_heads = get<int>(d, "num_kv_heads");
+  s.head_dim = get<int>(d, "head_dim");
+  s.intermediate_size = get<int>(d, "intermediate_size");
+  s.rms_eps = get<float>(d, "rms_eps");
+  std::string style = get<std::string>(d, "rope_style");
+  if (style == "neox")
+    s.rope_style = ops::RopeStyle::NeoX;
+  else if (style == "interleaved")
+    s.rope_style = ops::RopeStyle::Interleaved;
+  else
+    fail(kOp, "spec: rope_style must be 'neox' or 'interleaved', got '" + style + "'");
+  s.rot_dim = get<int>(d, "rot_dim");
+  nb::object freq = nb::module_::import_("numpy").attr("ascontiguousarray")(item(d, "rope_inv_freq"), "float32");
+  bind::Array fa;
+  if (!nb::try_cast<bind::Array>(freq, fa) || fa.ndim() != 1) fail(kOp, "spec: rope_inv_freq must be a 1-D float array");
+  const float* fp = static_cast<const float*>(fa.data());
+  s.rope_inv_freq.assign(fp, fp + fa.shape(0));
+  s.qkv_bias = get<bool>(d, "qkv_bias");
+  s.qk_norm = get<bool>(d, "qk_norm");
+  s.attn_output_gate = d.contains("attn_output_gate") ? get<bool>(d, "attn_output_gate") : false;
+  s.tie_embeddings = get<bool>(d, "tie_embeddings");
+  nb::handle moe = d.contains("moe") ? d["moe"] : nb::none();
+  if (!moe.is_none()) {
+    nb::dict m;
+    if (!nb::try_cast<nb::dict>(moe, m)) fail(kOp, "spec: 'moe' must be None or a dict");
+    s.has_moe = true;
+    s.moe.num_experts = get<int>(m, "num_experts");
+    s.moe.top_k = get<int>(m, "top_k");
+    s.moe.norm_topk_prob = get<bool>(m, "norm_topk_prob");
+    s.moe.expert_intermediate_size = get<int>(m, "expert_intermediate_size");
+    s.moe.shared_expert_intermediate_size = m.contains("shared_expert_intermediate_size") ? get<int>(m, "shared_expert_intermediate_size") : 0;
+    s.moe.shared_expert_gate = m.contains("shared_expert_gate") ? get<bool>(m, "shared_expert_gate") : false;
+  }
+  return s;
+}
+
+// (array, dtype_id, shape) -> zero-copy Tensor of the logical shape.
+Tensor parse_weight(const std::string& name, nb::handle v) {
+  nb::tuple tup;
+  if (!nb::try_cast<nb::tuple>(v, tup) || tup.size() != 3)
+    fail(kOp, "weight '" + name + "' must be a tuple (array, dtype_id, shape)");
+  bind::Array arr;
+  if (!nb::try_cast<bind::Array>(tup[0], arr)) fail(kOp, "weight '" + name + "': not a C-contiguous numpy array");
+  int32_t dtype_id;
+  std::vector<int64_t> shape;
+  if (!nb::try_cast<int32_t>(tup[1], dtype_id) || !nb::try_cast<std::vector<int64_t>>(tup[2], shape))
+    fail(kOp, "weight '" + name + "': dtype_id must be an int and shape a sequence of ints");
+  DType dt;
+  try {
+    dt = dtype_from_int(dtype_id);
+  } catch (const std::invalid_argument&) {
+    fail(kOp, "weight '" + name + "': unknown dtype id " + std::to_string(dtype_id));
+  }
+  for (int64_t d : shape)
+    if (d <= 0) fail(kOp, "weight '" + name + "': shape entries must be positive");
+  std::string what = "weight '" + name + "'";
+  if (arr.dtype() == nb::dtype<uint8_t>() && dt != DType::U8) {
+    if (!is_quantized(dt) && dt != DType::F32 && dt != DType::F16 && dt != DType::BF16)
+      fail(kOp, what + ": unsupported dtype " + type_traits(dt).name);
+    if (shape.empty() || shape.back() % type_traits(dt).block_elems != 0)
+      fail(kOp, what + ": row length must be a multiple of " + std::to_string(type_traits(dt).block_elems));
+    return bind::from_bytes(kOp, what.c_str(), arr, dt, shape);
+  }
+  Tensor t = bind::from_numpy(kOp, what.c_str(), arr);
+  if (t.dtype != dt)
+    fail(kOp, what + ": array dtype " + type_traits(t.dtype).name + " does not match dtype id " + type_traits(dt).name);
+  int64_t numel = 1;
+  for (int64_t d : shape) numel *= d;
+  if (numel != t.numel()) fail(kOp, what + ": array has " + std::to_string(t.numel()) + " elements, shape needs " + std::to_string(numel));
+  t.shape = shape;
+  return t;
+}
+
+// int32 values from an int array or a sequence of Python ints.
+std::vector<int32_t> ints(const char* op, const char* name, nb::handle h) {
+  std::vector<int64_t> v;
+  bind::Array a;
+  if (nb::try_cast<bind::Array>(h, a)) {
+    if (a.ndim() != 1) fail(op, std::string(name) + " must be 1-D");
+    if (a.dtype() == nb::dtype<int32_t>()) {
+      const int32_t* p = static_cast<const int32_t*>(a.data());
+      return std::vector<int32_t>(p, p + a.shape(0));
+    }
+    if (a.dtype() != nb::dtype<int64_t>()) fail(op, std::string(name) + " must be an int32 or int64 array");
+    const int64_t* p = static_cast<const int64_t*>(a.data());
+    v.assign(p, p + a.shape(0));
+  } else if (!nb::try_cast<std::vector<int64_t>>(h, v)) {
+    fail(op, std::string(name) + " must be a 1-D int array or a sequence of ints");
+  }
+  std::vector<int32_t> out(v.size());
+  for (size_t i = 0; i < v.size(); ++i) {
+    // Out-of-range values become -1 and are rejected by the range checks downstream.
+    out[i] = (v[i] < INT32_MIN || v[i] > INT32_MAX) ? -1 : int32_t(v[i]);
+  }
+  return out;
+}
+
+nb::dict run_forward(Transformer& m, nb::handle tokens, std::optional<nb::handle> mask, std::optional<nb::handle> depths,
+                     const std::string& logits, bool capture_aux, bool commit_all) {
+  const char* op = "forward";
+  model::ForwardInput in;
+  std::vector<int32_t> tok = ints(op, "tokens", tokens), dep;
+  std::vector<uint8_t> msk;
+  in.tokens = tok.data();
+  in.T = int(tok.size());
+  if (mask && !mask->is_none()) {
+    bind::Array a;
+    if (!nb::try_cast<bind::Array>(*mask, a) ||
+        !(a.dtype() == nb::dtype<uint8_t>() || a.dtype() == nb::dtype<bool>()))
+      fail(op, "mask must be a uint8 or bool numpy array");
+    if (a.ndim() != 2 || int64_t(a.shape(0)) != in.T || int64_t(a.shape(1)) != in.T)
+      fail(op, "mask must be [T, T] with T = " + std::to_string(in.T));
+    msk.assign(static_cast<const uint8_t*>(a.data()), static_cast<const uint8_t*>(a.data()) + a.nbytes());
+    in.mask = msk.data();
+  }
+  if (depths && !depths->is_none()) {
+    dep = ints(op, "depths", *depths);
+    if (int(dep.size()) != in.T) fail(op, "depths must have T = " + std::to_string(in.T) + " entries");
+    in.depths = dep.data();
+  }
+  if (logits == "last")
+    in.logits = model::LogitsMode::Last;
+  else if (logits == "all")
+    in.logits = model::LogitsMode::All;
+  else if (logits == "none")
+    in.logits = model::LogitsMode::None;
+  else
+    fail(op, "logits must be 'last', 'all' or 'none', got '" + logits + "'");
+  in.capture_aux = capture_aux;
+  model::ForwardResult r;
+  {
+    nb::gil_scoped_release release;
+    r = m.forward(in);
+    if (commit_all) {
+      std::vector<int32_t> all(size_t(in.T));
+      for (int i = 0; i < in.T; ++i) all[i] = i;
+      m.commit(all);
+    }
+  }
+  nb::dict out;
+  if (r.logits.defined()) out["logits"] = bind::to_numpy(r.logits);
+  if (r.aux.defined()) out["aux"] = bind::to_numpy(r.aux);
+  return out;
+}
+
+}  // namespace
+
+EYAS_BINDINGS(model_transformer) {
+  nb::class_<Transformer>(m, "Transformer",
+                          "Target model over a KV cache: forward (prefill, decode, tree verify), commit, truncate.")
+      .def(
+          "__init__",
+          [](Transformer* self, nb::dict spec, nb::dict weights, int max_context, std::optional<std::vector<int>> aux_layers,
+             std::shared_ptr<Device> device, int chunk) {
+            model::ModelSpec s = parse_spec(spec);
+            model::WeightMap w;
+            for (auto [k, v] : weights) {
+              std::string name;
+              if (!nb::try_cast<std::string>(k, name)) fail(kOp, "weight names must be strings");
+              w[name] = parse_weight(name, v);
+            }
+            std::vector<int> aux;
+            if (aux_layers) {
+              aux = *aux_layers;
+            } else if (s.num_layers >= 4) {
+              aux = {2, s.num_layers / 2, s.num_layers - 3};  // EAGLE-3's capture layers
+            }
+            new (self) Transformer(std::move(s), std::move(w), max_context, std::move(aux),
+                                   device ? device : bind::default_device(), chunk);
+          },
+          "spec"_a, "weights"_a, nb::kw_only(), "max_context"_a = 4096, "aux_layers"_a = nb::none(),
+          "device"_a = nb::none(), "chunk"_a = 256,
+          "spec/weights: docs/model_spec.md. aux_layers default to EAGLE-3's [2, L//2, L-3].")
+      .def(
+          "forward",
+          [](Transformer& m, nb::handle tokens, std::optional<nb::handle> mask, std::optional<nb::handle> depths,
+             const std::string& logits, bool capture_aux) {
+            return run_forward(m, tokens, mask, depths, logits, capture_aux, false);
+          },
+          "tokens"_a, nb::kw_only(), "mask"_a = nb::none(), "depths"_a = nb::none(), "logits"_a = "last",
+          "capture_aux"_a = false,
+          "Run T tokens after the committed prefix (causal, or a tree under mask at positions length+depths).\n"
+          "Writes their K/V at slots [length, length+T) without committing. Returns {'logits', 'aux'}.")
+      .def(
+          "commit",
+          [](Transformer& m, nb::handle nodes) {
+            std::vector<int32_t> v = ints("commit", "nodes", nodes);
+            nb::gil_scoped_release release;
+            m.commit(v);
+          },
+          "nodes"_a, "Keep rows length+nodes[j] of the last forward at slot length+j; length += len(nodes).")
+      .def(
+          "prefill",
+          [](Transformer& m, nb::handle tokens, const std::string& logits, bool capture_aux) {
+            return run_forward(m, tokens, std::nullopt, std::nullopt, logits, capture_aux, true);
+          },
+          "tokens"_a, nb::kw_only(), "logits"_a = "last", "capture_aux"_a = false, "forward(tokens) + commit(arange(T)).")
+      .def(
+          "decode",
+          [](Transformer& m, int64_t token, const std::string& logits, bool capture_aux) {
+            std::vector<int64_t> t{token};
+            return run_forward(m, nb::cast(t), std::nullopt, std::nullopt, logits, capture_aux, true);
+          },
+          "token"_a, nb::kw_only(), "logits"_a = "last", "capture_aux"_a = false, "forward([token]) + commit([0]).")
+      .def("truncate", &Transformer::truncate, "length"_a, "Drop committed tokens beyond `length`.")
+      .def("reset", &Transformer::reset, "Forget every token.")
+      .def_prop_ro("length", &Transformer::length, "Committed tokens.")
+      .def_prop_ro("capacity", &Transformer::capacity, "Maximum tokens (max_context).")
+      .def_prop_ro("aux_layers", &Transformer::aux_layers)
+      .def_prop_ro("vocab_size", [](Transformer& m) { return m.spec().vocab_size; })
+      .def_prop_ro("hidden_size", [](Transformer& m) { return m.spec().hidden_size; })
+      .def_prop_ro("num_layers", [](Transformer& m) { return m.spec().num_layers; })
+      .def_prop_ro("num_threads", [](Transformer& m) { return m.device().num_threads(); });
+}
+
+#endif  // EYAS_MODEL_READY

@@ -1,0 +1,42 @@
+// ModelSpec: the architecture description Python builds from a GGUF or HF config
+// (docs/model_spec.md). Plain data; Transformer validates it against the weights.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+#include "ops/rope.h"
+
+namespace eyas::model {
+
+struct MoeSpec {
+  int num_experts = 0;
+  int top_k = 0;
+  bool norm_topk_prob = false;
+  int expert_intermediate_size = 0;
+  int shared_expert_intermediate_size = 0;  // 0 = no shared expert
+  bool shared_expert_gate = false;
+};
+
+struct ModelSpec {
+  std::string arch;  // "llama" | "qwen2" | "qwen3" | "qwen3_moe"
+  int vocab_size = 0, hidden_size = 0, num_layers = 0, num_heads = 0, num_kv_heads = 0, head_dim = 0;
+  int intermediate_size = 0;
+  float rms_eps = 1e-6f;
+  ops::RopeStyle rope_style = ops::RopeStyle::NeoX;
+  int rot_dim = 0;
+  std::vector<float> rope_inv_freq;  // [rot_dim / 2]
+  bool qkv_bias = false, qk_norm = false, attn_output_gate = false;
+  bool has_moe = false;
+  MoeSpec moe;
+  bool tie_embeddings = false;
+};
+
+using WeightMap = std::map<std::string, Tensor>;
+
+// Throws std::invalid_argument "[Transformer] ..." for inconsistent sizes.
+void validate_spec(const ModelSpec& s);
+
+}  // namespace eyas::model

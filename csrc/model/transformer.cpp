@@ -1,0 +1,354 @@
+#include "model/deps_ready.h"
+#ifdef EYAS_MODEL_READY
+#include "model/transformer.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "ops/attention.h"
+#include "ops/elementwise.h"
+#include "ops/embedding.h"
+#include "ops/kv.h"
+#include "ops/matmul.h"
+#include "ops/model_misc.h"
+#include "ops/moe.h"
+#include "ops/norm.h"
+#include "ops/rope.h"
+
+namespace eyas::model {
+
+namespace {
+
+const char* kOp = "Transformer";
+
+std::string shape_str(const std::vector<int64_t>& s) {
+  std::string r = "[";
+  for (size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
+  return r + "]";
+}
+
+bool is_matmul_type(DType t) {
+  switch (t) {
+    case DType::F32: case DType::F16: case DType::BF16: case DType::Q8_0: case DType::Q4_0: case DType::Q4_1:
+    case DType::Q5_0: case DType::Q5_1: case DType::Q4_K: case DType::Q5_K: case DType::Q6_K:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Takes weight `name` out of the map after checking its shape and type; float_only for norms/biases.
+Tensor take(WeightMap& w, const std::string& name, std::vector<int64_t> shape, bool float_only, bool required = true) {
+  auto it = w.find(name);
+  if (it == w.end()) {
+    if (required) fail(kOp, "missing weight '" + name + "' " + shape_str(shape));
+    return Tensor{};
+  }
+  Tensor t = it->second;
+  if (t.shape != shape)
+    fail(kOp, "weight '" + name + "' has shape " + shape_str(t.shape) + ", expected " + shape_str(shape));
+  if (float_only ? t.dtype != DType::F32 : !is_matmul_type(t.dtype))
+    fail(kOp, "weight '" + name + "' has unsupported dtype " + type_traits(t.dtype).name +
+                  (float_only ? " (norms and biases must be F32)" : ""));
+  if (!t.buffer || t.offset + t.nbytes() > t.buffer->size())
+    fail(kOp, "weight '" + name + "' " + t.describe() + " is larger than its buffer");
+  return t;
+}
+
+// Row range [r0, r0+n) of a 2-D F32 tensor, or the same rows viewed with another trailing shape.
+Tensor rows(const Tensor& t, int64_t r0, int64_t n, std::vector<int64_t> tail = {}) {
+  Tensor v = t;
+  const int64_t width = t.numel() / t.dim(0);
+  v.offset = t.offset + size_t(r0 * width) * sizeof(float);
+  v.shape = {n};
+  if (tail.empty()) tail = {width};
+  v.shape.insert(v.shape.end(), tail.begin(), tail.end());
+  return v;
+}
+
+// First n entries of a 1-D tensor.
+Tensor head(const Tensor& t, int64_t n) {
+  Tensor v = t;
+  v.shape = {n};
+  return v;
+}
+
+Tensor reshape(const Tensor& t, std::vector<int64_t> shape) {
+  Tensor v = t;
+  v.shape = std::move(shape);
+  return v;
+}
+
+}  // namespace
+
+Transformer::Transformer(ModelSpec spec, WeightMap weights, int max_context, std::vector<int> aux_layers,
+                         std::shared_ptr<Device> device, int chunk)
+    : spec_(std::move(spec)),
+      device_(std::move(device)),
+      aux_layers_(std::move(aux_layers)),
+      chunk_(chunk),
+      cache_((validate_spec(spec_), spec_.num_layers), spec_.num_kv_heads,
+             max_context >= 1 ? max_context : (fail(kOp, "max_context must be >= 1"), 1), spec_.head_dim) {
+  if (!device_) fail(kOp, "no device");
+  if (chunk_ < 1) fail(kOp, "chunk must be >= 1");
+  for (int a : aux_layers_)
+    if (a < 0 || a > spec_.num_layers)
+      fail(kOp, "aux layer " + std::to_string(a) + " out of range [0, " + std::to_string(spec_.num_layers) + "]");
+  load(weights);
+  inv_freq_ = Tensor::empty(DType::F32, {int64_t(spec_.rope_inv_freq.size())});
+  std::memcpy(inv_freq_.data<float>(), spec_.rope_inv_freq.data(), inv_freq_.nbytes());
+}
+
+void Transformer::load(WeightMap& w) {
+  const ModelSpec& s = spec_;
+  const int64_t H = s.hidden_size, V = s.vocab_size, D = s.head_dim;
+  const int64_t q_rows = int64_t(s.num_heads) * D * (s.attn_output_gate ? 2 : 1), kv_rows = int64_t(s.num_kv_heads) * D;
+  embd_ = take(w, "token_embd", {V, H}, false);
+  out_norm_ = take(w, "output_norm", {H}, true);
+  out_w_ = s.tie_embeddings ? embd_ : take(w, "output", {V, H}, false);
+  for (int i = 0; i < s.num_layers; ++i) {
+    const std::string p = "blk." + std::to_string(i) + ".";
+    Layer L;
+    L.attn_norm = take(w, p + "attn_norm", {H}, true);
+    L.wq = take(w, p + "attn_q", {q_rows, H}, false);
+    L.wk = take(w, p + "attn_k", {kv_rows, H}, false);
+    L.wv = take(w, p + "attn_v", {kv_rows, H}, false);
+    if (s.qkv_bias) {
+      L.bq = take(w, p + "attn_q.bias", {q_rows}, true);
+      L.bk = take(w, p + "attn_k.bias", {kv_rows}, true);
+      L.bv = take(w, p + "attn_v.bias", {kv_rows}, true);
+    }
+    if (s.qk_norm) {
+      L.q_norm = take(w, p + "attn_q_norm", {D}, true);
+      L.k_norm = take(w, p + "attn_k_norm", {D}, true);
+    }
+    L.wo = take(w, p + "attn_output", {H, int64_t(s.num_heads) * D}, false);
+    L.ffn_norm = take(w, p + "ffn_norm", {H}, true);
+    // With a MoE spec, a layer without a router is a dense layer (Qwen3-MoE's mlp_only_layers).
+    L.moe = s.has_moe && w.count(p + "ffn_gate_inp");
+    if (L.moe) {
+      const int64_t E = s.moe.num_experts, Ie = s.moe.expert_intermediate_size, Is = s.moe.shared_expert_intermediate_size;
+      L.router = take(w, p + "ffn_gate_inp", {E, H}, false);
+      L.gate_exps = take(w, p + "ffn_gate_exps", {E, Ie, H}, false);
+      L.up_exps = take(w, p + "ffn_up_exps", {E, Ie, H}, false);
+      L.down_exps = take(w, p + "ffn_down_exps", {E, H, Ie}, false);
+      if (Is > 0) {
+        L.gate_shexp = take(w, p + "ffn_gate_shexp", {Is, H}, false);
+        L.up_shexp = take(w, p + "ffn_up_shexp", {Is, H}, false);
+        L.down_shexp = take(w, p + "ffn_down_shexp", {H, Is}, false);
+        if (s.moe.shared_expert_gate) L.gate_inp_shexp = take(w, p + "ffn_gate_inp_shexp", {1, H}, false);
+      }
+    } else {
+      if (s.intermediate_size <= 0) fail(kOp, "layer " + std::to_string(i) + " is dense but intermediate_size is 0");
+      const int64_t I = s.intermediate_size;
+      L.gate = take(w, p + "ffn_gate", {I, H}, false);
+      L.up = take(w, p + "ffn_up", {I, H}, false);
+      L.down = take(w, p + "ffn_down", {H, I}, false);
+    }
+    layers_.push_back(std::move(L));
+  }
+}
+
+void Transformer::ensure_scratch(int n) {
+  if (n <= s_.rows) return;
+  const ModelSpec& s = spec_;
+  const int64_t H = s.hidden_size, D = s.head_dim, Hq = s.num_heads, Hkv = s.num_kv_heads;
+  auto f32 = [&](int64_t cols) { return Tensor::empty(DType::F32, {n, cols}); };
+  Scratch& c = s_;
+  c.rows = n;
+  c.ids = Tensor::empty(DType::I32, {n});
+  c.pos = Tensor::empty(DType::I32, {n});
+  c.x = f32(H), c.xn = f32(H), c.proj = f32(H);
+  c.qf = f32(Hq * D * (s.attn_output_gate ? 2 : 1));
+  c.q = s.attn_output_gate ? f32(Hq * D) : c.qf;
+  if (s.attn_output_gate) c.gate_q = f32(Hq * D);
+  c.k = f32(Hkv * D), c.v = f32(Hkv * D), c.o = f32(Hq * D);
+  bool dense = false, moe = false;
+  for (const Layer& L : layers_) (L.moe ? moe : dense) = true;
+  if (dense) c.ff_gate = f32(s.intermediate_size), c.ff_up = f32(s.intermediate_size);
+  if (moe) {
+    c.router = f32(s.moe.num_experts);
+    if (s.moe.shared_expert_intermediate_size > 0) {
+      c.sh_gate = f32(s.moe.shared_expert_intermediate_size), c.sh_up = f32(s.moe.shared_expert_intermediate_size);
+      c.sh_out = f32(H), c.sh_g = f32(1);
+    }
+  }
+}
+
+void Transformer::validate_input(const ForwardInput& in, std::vector<int32_t>& positions) const {
+  const char* op = "forward";
+  const int n = cache_.length(), T = in.T;
+  if (T < 1) fail(op, "tokens must not be empty");
+  if (int64_t(n) + T > cache_.capacity())
+    fail(op, std::to_string(T) + " tokens after " + std::to_string(n) + " committed exceed the capacity " +
+                 std::to_string(cache_.capacity()));
+  for (int i = 0; i < T; ++i)
+    if (in.tokens[i] < 0 || in.tokens[i] >= spec_.vocab_size)
+      fail(op, "token id " + std::to_string(in.tokens[i]) + " at index " + std::to_string(i) + " is outside [0, " +
+                   std::to_string(spec_.vocab_size) + ")");
+  positions.resize(size_t(T));
+  if (!in.mask) {
+    if (in.depths) fail(op, "depths need a mask");
+    for (int i = 0; i < T; ++i) positions[i] = n + i;
+    return;
+  }
+  // A tree node sees itself and earlier nodes only (parents precede children), and its depth is
+  // the number of nodes it sees minus one, so its position continues its ancestor chain.
+  for (int i = 0; i < T; ++i) {
+    const uint8_t* row = in.mask + int64_t(i) * T;
+    if (!row[i]) fail(op, "mask[" + std::to_string(i) + ", " + std::to_string(i) + "] must be set (a node sees itself)");
+    int seen = 0;
+    for (int j = 0; j < T; ++j) {
+      if (!row[j]) continue;
+      if (j > i) fail(op, "mask[" + std::to_string(i) + ", " + std::to_string(j) + "] is set: a node may only see earlier nodes");
+      ++seen;
+    }
+    const int depth = in.depths ? in.depths[i] : seen - 1;
+    if (depth != seen - 1)
+      fail(op, "depths[" + std::to_string(i) + "] = " + std::to_string(depth) + " but the mask row shows " +
+                   std::to_string(seen - 1) + " ancestors");
+    positions[i] = n + depth;
+  }
+}
+
+ForwardResult Transformer::forward(const ForwardInput& in) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<int32_t> positions;
+  validate_input(in, positions);
+  const ModelSpec& s = spec_;
+  const int T = in.T, n = cache_.length(), H = s.hidden_size;
+  const bool tree = in.mask != nullptr;
+  ForwardResult r;
+  if (in.logits == LogitsMode::All) r.logits = Tensor::empty(DType::F32, {T, s.vocab_size});
+  if (in.logits == LogitsMode::Last) r.logits = Tensor::empty(DType::F32, {1, s.vocab_size});
+  const int A = int(aux_layers_.size());
+  if (in.capture_aux) r.aux = Tensor::empty(DType::F32, {T, int64_t(A) * H});
+  ensure_scratch(std::min(T, chunk_));
+  cache_.set_pending(0);
+  for (int c0 = 0; c0 < T; c0 += chunk_) {
+    const int c1 = std::min(T, c0 + chunk_), t = c1 - c0;
+    // Host-written inputs of this chunk; the encoder is committed before the next chunk reuses them.
+    std::memcpy(s_.ids.data<int32_t>(), in.tokens + c0, size_t(t) * sizeof(int32_t));
+    std::memcpy(s_.pos.data<int32_t>(), positions.data() + c0, size_t(t) * sizeof(int32_t));
+    Tensor mask;
+    if (tree) {
+      // Queries c0..c1 over new slots 0..c1 (the kernel's "last Tq of Tn" layout).
+      mask = Tensor::empty(DType::U8, {t, c1});
+      for (int i = 0; i < t; ++i) std::memcpy(mask.data<uint8_t>() + int64_t(i) * c1, in.mask + int64_t(c0 + i) * T, size_t(c1));
+    }
+    Encoder enc(*device_);
+    Tensor x = rows(s_.x, 0, t);
+    ops::embedding(enc, embd_, head(s_.ids, t), x);
+    for (int l = 0; l <= s.num_layers; ++l) {
+      if (in.capture_aux)
+        for (int a = 0; a < A; ++a)
+          if (aux_layers_[a] == l) ops::copy_cols(enc, x, 0, rows(r.aux, c0, t), a * H, H);
+      if (l < s.num_layers) encode_layer(enc, l, t, n + c0, tree ? n : n + c0, mask);
+    }
+    if (in.logits == LogitsMode::All) {
+      Tensor xn = rows(s_.xn, 0, t);
+      ops::rms_norm(enc, x, out_norm_, xn, s.rms_eps);
+      ops::matmul(enc, xn, out_w_, rows(r.logits, c0, t));
+    } else if (in.logits == LogitsMode::Last && c1 == T) {
+      Tensor xn = rows(s_.xn, 0, 1);
+      ops::rms_norm(enc, rows(s_.x, t - 1, 1), out_norm_, xn, s.rms_eps);
+      ops::matmul(enc, xn, out_w_, r.logits);
+    }
+    enc.commit();
+  }
+  cache_.set_pending(T);
+  return r;
+}
+
+void Transformer::encode_layer(Encoder& enc, int l, int t, int slot0, int prefix, const Tensor& mask) {
+  const ModelSpec& s = spec_;
+  const Layer& L = layers_[l];
+  const int64_t D = s.head_dim, Hq = s.num_heads, Hkv = s.num_kv_heads;
+  const float eps = s.rms_eps;
+  Tensor x = rows(s_.x, 0, t), xn = rows(s_.xn, 0, t), proj = rows(s_.proj, 0, t);
+  Tensor qf = rows(s_.qf, 0, t), k = rows(s_.k, 0, t), v = rows(s_.v, 0, t), o = rows(s_.o, 0, t);
+
+  // Attention block.
+  ops::rms_norm(enc, x, L.attn_norm, xn, eps);
+  ops::matmul(enc, xn, L.wq, qf);
+  ops::matmul(enc, xn, L.wk, k);
+  ops::matmul(enc, xn, L.wv, v);
+  if (s.qkv_bias) {
+    ops::add(enc, qf, L.bq, qf);
+    ops::add(enc, k, L.bk, k);
+    ops::add(enc, v, L.bv, v);
+  }
+  Tensor q = qf;
+  if (s.attn_output_gate) {
+    // attn_q rows are per head [q (D) | gate (D)].
+    q = rows(s_.q, 0, t);
+    Tensor qf_h = reshape(qf, {t * Hq, 2 * D});
+    ops::copy_cols(enc, qf_h, 0, reshape(q, {t * Hq, D}), 0, int(D));
+    ops::copy_cols(enc, qf_h, int(D), reshape(rows(s_.gate_q, 0, t), {t * Hq, D}), 0, int(D));
+  }
+  Tensor q3 = reshape(q, {t, Hq, D}), k3 = reshape(k, {t, Hkv, D});
+  if (s.qk_norm) {
+    ops::rms_norm(enc, reshape(q, {t * Hq, D}), L.q_norm, reshape(q, {t * Hq, D}), eps);
+    ops::rms_norm(enc, reshape(k, {t * Hkv, D}), L.k_norm, reshape(k, {t * Hkv, D}), eps);
+  }
+  Tensor pos = head(s_.pos, t);
+  ops::rope(enc, q3, pos, inv_freq_, s.rot_dim, s.rope_style, q3);
+  ops::rope(enc, k3, pos, inv_freq_, s.rot_dim, s.rope_style, k3);
+  ops::kv_write(enc, k3, cache_.k(l), slot0);
+  ops::kv_write(enc, reshape(v, {t, Hkv, D}), cache_.v(l), slot0);
+  Tensor o3 = reshape(o, {t, Hq, D});
+  ops::attention(enc, q3, cache_.k(l), cache_.v(l), prefix, mask, 1.0f / std::sqrt(float(D)), o3);
+  if (s.attn_output_gate) ops::sigmoid_mul(enc, o, rows(s_.gate_q, 0, t), o);
+  ops::matmul(enc, o, L.wo, proj);
+  ops::add(enc, x, proj, x);
+
+  // Feed-forward block.
+  ops::rms_norm(enc, x, L.ffn_norm, xn, eps);
+  if (!L.moe) {
+    Tensor g = rows(s_.ff_gate, 0, t), u = rows(s_.ff_up, 0, t);
+    ops::matmul(enc, xn, L.gate, g);
+    ops::matmul(enc, xn, L.up, u);
+    ops::silu_mul(enc, g, u, g);
+    ops::matmul(enc, g, L.down, proj);
+  } else {
+    Tensor router = rows(s_.router, 0, t);
+    ops::matmul(enc, xn, L.router, router);
+    ops::moe_ffn(enc, xn, router, L.gate_exps, L.up_exps, L.down_exps, s.moe.top_k, s.moe.norm_topk_prob, proj);
+    if (L.gate_shexp.defined()) {
+      Tensor g = rows(s_.sh_gate, 0, t), u = rows(s_.sh_up, 0, t), y = rows(s_.sh_out, 0, t);
+      ops::matmul(enc, xn, L.gate_shexp, g);
+      ops::matmul(enc, xn, L.up_shexp, u);
+      ops::silu_mul(enc, g, u, g);
+      ops::matmul(enc, g, L.down_shexp, y);
+      if (L.gate_inp_shexp.defined()) {
+        Tensor sg = rows(s_.sh_g, 0, t);
+        ops::matmul(enc, xn, L.gate_inp_shexp, sg);
+        ops::sigmoid_scale_rows(enc, y, sg, y);
+      }
+      ops::add(enc, proj, y, proj);
+    }
+  }
+  ops::add(enc, x, proj, x);
+}
+
+void Transformer::commit(const std::vector<int32_t>& nodes) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (int64_t(cache_.length()) + int64_t(nodes.size()) > cache_.capacity()) fail("commit", "too many nodes");
+  Encoder enc(*device_);
+  cache_.commit(enc, nodes);
+  enc.commit();
+}
+
+void Transformer::truncate(int n) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  cache_.truncate(n);
+}
+
+void Transformer::reset() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  cache_.reset();
+}
+
+}  // namespace eyas::model
+
+#endif  // EYAS_MODEL_READY

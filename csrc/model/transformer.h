@@ -1,0 +1,82 @@
+// The target model: a decoder-only Transformer (Llama / Qwen2 / Qwen3 / Qwen3-MoE, optional
+// gated attention output) over a KV cache. forward() runs T new tokens after the committed
+// prefix, either causally (prefill / decode) or as a draft tree under a mask; commit() keeps
+// the accepted rows. See docs/model_spec.md for the contract with the Python loaders.
+#pragma once
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "core/device.h"
+#include "core/encoder.h"
+#include "model/kv_cache.h"
+#include "model/spec.h"
+
+namespace eyas::model {
+
+enum class LogitsMode { Last, All, None };
+
+struct ForwardResult {
+  Tensor logits;  // F32[T or 1, V]; undefined for LogitsMode::None
+  Tensor aux;     // F32[T, len(aux_layers) * H] when aux capture was asked for
+};
+
+struct ForwardInput {
+  const int32_t* tokens = nullptr;  // [T]
+  int T = 0;
+  const uint8_t* mask = nullptr;    // [T, T] row-major, or null = causal
+  const int32_t* depths = nullptr;  // [T]; with a mask, positions are length + depths[i]
+  LogitsMode logits = LogitsMode::Last;
+  bool capture_aux = false;
+};
+
+class Transformer {
+ public:
+  // chunk: rows per prefill step; results do not depend on it (batch-invariant kernels).
+  Transformer(ModelSpec spec, WeightMap weights, int max_context, std::vector<int> aux_layers,
+              std::shared_ptr<Device> device, int chunk = 256);
+
+  ForwardResult forward(const ForwardInput& in);
+  // nodes: indices into the last forward's rows (strictly increasing); keeps them at length..length+m.
+  void commit(const std::vector<int32_t>& nodes);
+  void truncate(int n);
+  void reset();
+
+  int length() const { return cache_.length(); }
+  int capacity() const { return cache_.capacity(); }
+  int pending() const { return cache_.pending(); }
+  const ModelSpec& spec() const { return spec_; }
+  const std::vector<int>& aux_layers() const { return aux_layers_; }
+  Device& device() { return *device_; }
+
+ private:
+  struct Layer {
+    Tensor attn_norm, wq, wk, wv, bq, bk, bv, q_norm, k_norm, wo, ffn_norm;
+    Tensor gate, up, down;                                         // dense FFN
+    bool moe = false;
+    Tensor router, gate_exps, up_exps, down_exps;                  // MoE
+    Tensor gate_shexp, up_shexp, down_shexp, gate_inp_shexp;       // shared expert (optional)
+  };
+  struct Scratch {
+    int rows = 0;
+    Tensor ids, pos, x, xn, qf, q, gate_q, k, v, o, proj, ff_gate, ff_up, router, sh_gate, sh_up, sh_out, sh_g;
+  };
+
+  void load(WeightMap& w);
+  void ensure_scratch(int rows);
+  void validate_input(const ForwardInput& in, std::vector<int32_t>& positions) const;
+  void encode_layer(Encoder& enc, int l, int t, int slot0, int prefix, const Tensor& mask);
+
+  ModelSpec spec_;
+  std::shared_ptr<Device> device_;
+  std::vector<int> aux_layers_;
+  int chunk_;
+  Tensor embd_, out_norm_, out_w_, inv_freq_;
+  std::vector<Layer> layers_;
+  KVCache cache_;
+  Scratch s_;
+  std::mutex mutex_;  // forward/commit run without the GIL; one call at a time
+};
+
+}  // namespace eyas::model
