@@ -1,0 +1,120 @@
+"""The Python API: `eyas.load(...)` -> a Model with `.generate(...)`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from eyas.generation import Generation, GenerationResult, plain_steps
+from eyas.loaders import LoadedModel, load_model
+from eyas.sampling import Sampler, SamplingParams
+
+DEFAULT_MAX_CONTEXT = 4096
+
+
+def fail(msg: str) -> None:
+    raise ValueError(f"[load] {msg}")
+
+
+def make_transformer(spec: dict, weights: dict, *, max_context: int, aux_layers: list[int]):
+    """The runtime target model; a module-level hook so tests can swap in the numpy reference."""
+    from eyas import _core
+
+    if not hasattr(_core, "Transformer"):
+        raise RuntimeError("[load] this eyas build has no _core.Transformer (runtime not built)")
+    return _core.Transformer(spec, weights, max_context=max_context, aux_layers=aux_layers)
+
+
+def _load_drafter(drafter, loaded: LoadedModel):
+    """None for plain decoding; otherwise the speculative engine's drafter (imported lazily)."""
+    if drafter is None or (isinstance(drafter, str) and drafter.lower() == "none"):
+        return None
+    try:
+        from eyas.spec import load_drafter
+    except ImportError:
+        if drafter == "default":
+            return None  # no speculative engine in this build: plain decoding
+        raise ValueError(f"[load] drafter {drafter!r} needs the speculative engine (eyas.spec), "
+                         "which this build does not have; use drafter='none'") from None
+    return load_drafter(drafter, loaded)
+
+
+class Model:
+    """A loaded target model (and optional drafter) ready to generate."""
+
+    def __init__(self, loaded: LoadedModel, transformer, drafter, max_context: int):
+        self.loaded = loaded
+        self.transformer = transformer
+        self.drafter = drafter
+        self.max_context = max_context
+
+    @property
+    def tokenizer(self):
+        return self.loaded.tokenizer
+
+    @property
+    def spec(self) -> dict:
+        return self.loaded.spec
+
+    def encode_prompt(self, prompt, *, chat: bool = False) -> list[int]:
+        """Prompt ids; with chat=True the model's chat template wraps a str or a message list."""
+        if chat:
+            if self.loaded.chat_template is None:
+                raise ValueError("[generate] chat=True but the model has no chat template")
+            text = self.loaded.chat_template.render(prompt, add_generation_prompt=True)
+            return self.tokenizer.encode(text, add_bos=False)  # the template writes BOS itself if it wants one
+        if not isinstance(prompt, str):
+            raise ValueError("[generate] prompt must be a str (or use chat=True with a message list)")
+        return self.tokenizer.encode(prompt)
+
+    def generate(self, prompt, *, chat: bool = False, max_tokens: int = 256, temperature: float = 0.0,
+                 top_p: float = 1.0, top_k: int = 0, seed: int | None = None, stop=None,
+                 stream: bool = False) -> GenerationResult | Generation:
+        """Generate a continuation. stream=True returns an iterator of text pieces (`.result` at the end)."""
+        if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 1:
+            raise ValueError(f"[generate] max_tokens must be an integer >= 1, got {max_tokens!r}")
+        if isinstance(stop, str):
+            stop = [stop]
+        if stop is not None and not all(isinstance(s, str) for s in stop):
+            raise ValueError("[generate] stop must be a str or a list of str")
+        sampler = Sampler(SamplingParams(temperature=temperature, top_p=top_p, top_k=top_k, seed=seed))
+        ids = self.encode_prompt(prompt, chat=chat)
+        if not ids:
+            raise ValueError("[generate] the prompt is empty")
+        if len(ids) + max_tokens > self.max_context:
+            raise ValueError(f"[generate] prompt ({len(ids)} tokens) + max_tokens ({max_tokens}) exceeds "
+                             f"max_context ({self.max_context}); shorten the prompt, lower max_tokens or "
+                             "load with a larger max_context")
+        if self.drafter is None:
+            steps, extra = plain_steps(self.transformer, ids, sampler), None
+        else:
+            from eyas.spec import SpeculativeGenerator
+
+            gen = SpeculativeGenerator(self.transformer, self.drafter)
+            steps, extra = gen.steps(ids, sampler), gen.metrics
+        g = Generation(steps, self.tokenizer, num_prompt_tokens=len(ids), max_tokens=max_tokens, stop=stop,
+                       extra_metrics=extra)
+        return g if stream else g.consume()
+
+
+def load(model: str | Path | None = None, *, drafter="default", threads: int | None = None,
+         max_context: int = DEFAULT_MAX_CONTEXT) -> Model:
+    """Load a GGUF file or HF folder (default: the bundled SmolLM2-135M-Instruct Q4_1)."""
+    if threads is not None:
+        if not isinstance(threads, int) or isinstance(threads, bool) or threads < 1:
+            fail(f"threads must be a positive integer, got {threads!r}")
+        from eyas import _core
+
+        _core.set_num_threads(threads)
+    if not isinstance(max_context, int) or isinstance(max_context, bool) or max_context < 2:
+        fail(f"max_context must be an integer >= 2, got {max_context!r}")
+    if model is None:
+        from eyas.models.default import default_model_path
+
+        model = default_model_path()
+    loaded = load_model(model)
+    drafter_obj = _load_drafter(drafter, loaded)
+    aux_layers = list(getattr(drafter_obj, "aux_layers", [])) if drafter_obj is not None else []
+    transformer = make_transformer(loaded.spec, loaded.weights, max_context=max_context, aux_layers=aux_layers)
+    return Model(loaded, transformer, drafter_obj, max_context)

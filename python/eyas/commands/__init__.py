@@ -1,0 +1,1 @@
+"""Subcommands of the `eyas` CLI: every module here exposes `register(subparsers)`."""

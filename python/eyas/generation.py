@@ -1,0 +1,138 @@
+"""Plain generation: prefill, then one decode step per token, streamed as text pieces.
+
+A `Generation` consumes any iterator of token-id lists (plain decoding yields one id per step, a
+speculative generator several), so stop handling, detokenization and metrics live in one place.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import Iterable, Iterator
+
+import numpy as np
+
+from eyas.sampling import Sampler
+from eyas.tokenizer import IncrementalDecoder, Tokenizer
+
+
+def fail(msg: str) -> None:
+    raise ValueError(f"[generate] {msg}")
+
+
+@dataclasses.dataclass
+class GenerationResult:
+    text: str
+    tokens: list[int]  # generated ids, without the prompt; EOS is not included
+    finish_reason: str  # "eos" | "length" | "stop"
+    metrics: dict
+
+
+def plain_steps(model, prompt_ids: list[int], sampler: Sampler, *, prefill_chunk: int = 512) -> Iterator[list[int]]:
+    """Yields [token] forever: prefill the prompt, then decode one token per step.
+
+    model: the `_core.Transformer` interface (forward + commit); its cache is reset first.
+    """
+    model.reset()
+    ids = np.asarray(prompt_ids, dtype=np.int32)
+    logits = None
+    for start in range(0, len(ids), prefill_chunk):
+        chunk = ids[start : start + prefill_chunk]
+        last = start + prefill_chunk >= len(ids)
+        out = model.forward(chunk, logits="last" if last else "none")
+        model.commit(np.arange(len(chunk), dtype=np.int32))
+        logits = out.get("logits")
+    while True:
+        token = sampler.sample(logits[-1])
+        yield [token]
+        out = model.forward(np.array([token], dtype=np.int32), logits="last")
+        model.commit(np.zeros(1, dtype=np.int32))
+        logits = out["logits"]
+
+
+class Generation:
+    """Iterate for text pieces as they are generated; `.result` holds the whole outcome at the end."""
+
+    def __init__(self, steps: Iterable[list[int]], tokenizer: Tokenizer, *, num_prompt_tokens: int,
+                 max_tokens: int, stop: list[str] | None = None, extra_metrics=None):
+        self._steps = iter(steps)
+        self._tok = tokenizer
+        self._num_prompt = num_prompt_tokens
+        self._max = max_tokens
+        self._stop = [s for s in (stop or []) if s]
+        self._extra = extra_metrics  # callable -> dict (e.g. speculative counters), read at the end
+        self.result: GenerationResult | None = None
+        self._iter = self._run()
+
+    def __iter__(self):
+        return self._iter
+
+    def __next__(self) -> str:
+        return next(self._iter)
+
+    def consume(self) -> GenerationResult:
+        for _ in self._iter:
+            pass
+        return self.result
+
+    def _run(self) -> Iterator[str]:
+        eos = set(self._tok.eos_ids)
+        dec = IncrementalDecoder(self._tok)
+        tokens: list[int] = []
+        text, sent = "", 0  # full text so far; chars already yielded
+        hold = max((len(s) for s in self._stop), default=0) - 1  # chars that could start a stop string
+        reason = "length"
+        t0 = time.perf_counter()
+        t_first = None
+        steps = consumed = first = 0  # consumed: ids taken from steps (incl. EOS); first: from the prefill step
+        try:
+            while len(tokens) < self._max:
+                new = next(self._steps)
+                steps += 1
+                if t_first is None:
+                    t_first = time.perf_counter()
+                done = False
+                for tok in new:
+                    consumed += 1
+                    if tok in eos:
+                        reason, done = "eos", True
+                        break
+                    tokens.append(int(tok))
+                    text += dec.push([tok])
+                    if len(tokens) >= self._max:
+                        break
+                if steps == 1:
+                    first = consumed
+                if self._stop:
+                    cut = min((i for i in (text.find(s, max(0, sent - hold)) for s in self._stop) if i >= 0),
+                              default=-1)
+                    if cut >= 0:
+                        text, reason, done = text[:cut], "stop", True
+                safe = len(text) if done or not self._stop else max(sent, len(text) - hold)
+                if safe > sent:
+                    yield text[sent:safe]
+                    sent = safe
+                if done:
+                    break
+            if sent < len(text):
+                yield text[sent:]
+        finally:
+            close = getattr(self._steps, "close", None)
+            if close:
+                close()
+        t_end = time.perf_counter()
+        prefill_s = (t_first or t_end) - t0
+        decode_s = t_end - (t_first or t_end)
+        decoded = consumed - first  # tokens produced by decode steps, after the prefill's first token
+        metrics = {
+            "num_prompt_tokens": self._num_prompt,
+            "num_generated_tokens": len(tokens),
+            "prefill_tok_s": self._num_prompt / prefill_s if prefill_s > 0 else 0.0,
+            "decode_tok_s": decoded / decode_s if decode_s > 0 and decoded else 0.0,
+            "prefill_s": prefill_s,
+            "decode_s": decode_s,
+            "num_steps": steps,
+        }
+        if self._extra is not None:
+            metrics.update(self._extra())
+        self.result = GenerationResult(text, tokens, reason, metrics)

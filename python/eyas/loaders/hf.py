@@ -1,0 +1,97 @@
+"""Hugging Face model folders: config.json + *.safetensors (+ tokenizer.json, tokenizer_config.json)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from eyas import models
+from eyas.loaders.safetensors_mmap import read_safetensors
+from eyas.loaders.weights import F32, normalize_vectors, validate
+from eyas.models.common import hf_name
+
+
+def fail(msg: str) -> None:
+    raise ValueError(f"[hf] {msg}")
+
+
+def read_json(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as e:
+        fail(f"{path.name} is not valid JSON ({e})")
+
+
+def _stack(name: str, parts: list) -> tuple:
+    """Stack per-expert 2-D weights into one [E, rows, cols] tensor (a copy: experts are separate on disk)."""
+    dts = {p[1] for p in parts}
+    shapes = {tuple(p[2]) for p in parts}
+    if len(dts) != 1 or len(shapes) != 1:
+        fail(f"experts of {name!r} differ in dtype or shape")
+    arr = np.stack([np.ascontiguousarray(p[0]) for p in parts])
+    shape = [len(parts), *parts[0][2]]
+    return (arr if dts == {F32} else arr.reshape(len(parts), -1), dts.pop(), shape)
+
+
+def _split_rows(w: tuple, lo: int, hi: int) -> tuple:
+    """Rows [lo, hi) of every expert of a fused [E, R, C] stack (copied; the slice is strided)."""
+    arr, dt, (E, R, C) = w
+    shaped = arr.reshape(E, R, -1)
+    part = np.ascontiguousarray(shaped[:, lo:hi])
+    return (part if dt == F32 else part.reshape(E, -1), dt, [E, hi - lo, C])
+
+
+def map_weights(raw: dict, num_experts: int) -> dict:
+    weights: dict = {}
+    experts: dict[str, dict[int, tuple]] = {}
+    for name, w in raw.items():
+        mapped = hf_name(name)
+        if mapped is None:
+            if name.endswith("rotary_emb.inv_freq"):
+                continue  # a cache some old checkpoints saved; recomputed from the config
+            fail(f"unexpected tensor {name!r} (no mapping for this architecture)")
+        canon, expert, part = mapped
+        if expert is not None:
+            experts.setdefault(canon, {})[expert] = w
+        elif part == "gate_up":  # fused [E, 2*Ie, H]: gate rows first, then up
+            half = w[2][1] // 2
+            weights[canon.replace("gate_up", "gate")] = _split_rows(w, 0, half)
+            weights[canon.replace("gate_up", "up")] = _split_rows(w, half, 2 * half)
+        else:
+            weights[canon] = w
+    for canon, by_index in experts.items():
+        if sorted(by_index) != list(range(num_experts)):
+            missing = sorted(set(range(num_experts)) - set(by_index))
+            fail(f"{canon!r}: experts {missing[:8]} missing (config has {num_experts})")
+        weights[canon] = _stack(canon, [by_index[e] for e in range(num_experts)])
+    return weights
+
+
+def load_hf(folder: str | Path):
+    """Read an HF folder into (spec, weights, config, keepalive)."""
+    folder = Path(folder)
+    cfg_path = folder / "config.json"
+    if not cfg_path.is_file():
+        fail(f"{folder}: no config.json (expected a Hugging Face model folder or a .gguf file)")
+    config = read_json(cfg_path)
+    module = models.for_hf(config.get("model_type"))
+    spec = module.spec_from_hf(config)
+    files = sorted(folder.glob("*.safetensors"))
+    if not files:
+        fail(f"{folder}: no *.safetensors files")
+    raw: dict = {}
+    for f in files:
+        for name, w in read_safetensors(f).items():
+            if name in raw:
+                fail(f"tensor {name!r} appears in more than one file")
+            raw[name] = w
+    weights = map_weights(raw, (spec["moe"] or {}).get("num_experts", 0))
+    if "tie_word_embeddings" not in config:
+        spec["tie_embeddings"] = "output" not in weights
+    if spec["tie_embeddings"]:
+        weights.pop("output", None)  # some checkpoints save the tied copy too
+    normalize_vectors(weights)
+    validate(spec, weights, folder.name)
+    return spec, weights, config

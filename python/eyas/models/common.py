@@ -1,0 +1,162 @@
+"""Pieces every architecture shares: rope tables, the canonical tensor table, HF name mapping."""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+import numpy as np
+
+ARCHS = ("llama", "qwen2", "qwen3", "qwen3_moe")
+
+
+def fail(msg: str) -> None:
+    raise ValueError(f"[model] {msg}")
+
+
+def rope_inv_freq(base: float, rot_dim: int, scaling: dict | None = None,
+                  freq_factors: np.ndarray | None = None) -> np.ndarray:
+    """float32[rot_dim//2] inverse frequencies with rope scaling folded in (float64 math, one rounding)."""
+    if rot_dim <= 0 or rot_dim % 2:
+        fail(f"rotary dimension must be a positive even number, got {rot_dim}")
+    inv = 1.0 / (float(base) ** (np.arange(0, rot_dim, 2, dtype=np.float64) / rot_dim))
+    kind = (scaling or {}).get("rope_type") or (scaling or {}).get("type") or "default"
+    if kind == "default":
+        pass
+    elif kind == "linear":
+        inv = inv / float(scaling["factor"])
+    elif kind == "llama3":
+        factor = float(scaling["factor"])
+        low, high = float(scaling.get("low_freq_factor", 1.0)), float(scaling.get("high_freq_factor", 4.0))
+        old_ctx = float(scaling["original_max_position_embeddings"])
+        wavelen = 2 * math.pi / inv
+        scaled = np.where(wavelen > old_ctx / low, inv / factor, inv)
+        smooth = (old_ctx / wavelen - low) / (high - low)
+        smoothed = (1 - smooth) * scaled / factor + smooth * scaled
+        medium = (wavelen >= old_ctx / high) & (wavelen <= old_ctx / low)
+        inv = np.where(medium, smoothed, scaled)
+    else:
+        fail(f"rope scaling type {kind!r} is not supported (supported: default, linear, llama3)")
+    if freq_factors is not None:
+        ff = np.asarray(freq_factors, dtype=np.float64).reshape(-1)
+        if ff.shape[0] != rot_dim // 2:
+            fail(f"rope_freqs has {ff.shape[0]} entries, expected {rot_dim // 2}")
+        inv = inv / ff
+    return inv.astype(np.float32)
+
+
+def base_spec(arch: str, **kw: Any) -> dict:
+    spec = {
+        "arch": arch, "rope_style": "neox", "qkv_bias": False, "qk_norm": False,
+        "attn_output_gate": False, "moe": None, "tie_embeddings": False,
+    }
+    spec.update(kw)
+    for key in ("vocab_size", "hidden_size", "num_layers", "num_heads", "num_kv_heads", "head_dim", "rot_dim"):
+        if not isinstance(spec.get(key), int) or spec[key] <= 0:
+            fail(f"{arch}: {key} must be a positive integer, got {spec.get(key)!r}")
+    if spec["num_heads"] % spec["num_kv_heads"]:
+        fail(f"{arch}: num_heads {spec['num_heads']} is not a multiple of num_kv_heads {spec['num_kv_heads']}")
+    if spec["rot_dim"] > spec["head_dim"]:
+        fail(f"{arch}: rot_dim {spec['rot_dim']} > head_dim {spec['head_dim']}")
+    return spec
+
+
+def expected_tensors(spec: dict) -> tuple[dict[str, tuple[int, ...]], dict[str, tuple[int, ...]]]:
+    """(required, optional) canonical tensor name -> logical shape for a spec."""
+    V, H, L = spec["vocab_size"], spec["hidden_size"], spec["num_layers"]
+    Hq, Hkv, D = spec["num_heads"], spec["num_kv_heads"], spec["head_dim"]
+    I = spec["intermediate_size"]
+    req = {"token_embd": (V, H), "output_norm": (H,)}
+    opt: dict[str, tuple[int, ...]] = {}
+    if not spec["tie_embeddings"]:
+        req["output"] = (V, H)
+    moe = spec["moe"]
+    for i in range(L):
+        p = f"blk.{i}."
+        req[p + "attn_norm"] = (H,)
+        req[p + "attn_q"] = (Hq * D * (2 if spec["attn_output_gate"] else 1), H)
+        req[p + "attn_k"] = (Hkv * D, H)
+        req[p + "attn_v"] = (Hkv * D, H)
+        req[p + "attn_output"] = (H, Hq * D)
+        req[p + "ffn_norm"] = (H,)
+        if spec["qkv_bias"]:
+            req[p + "attn_q.bias"] = (req[p + "attn_q"][0],)
+            req[p + "attn_k.bias"] = (Hkv * D,)
+            req[p + "attn_v.bias"] = (Hkv * D,)
+        if spec["qk_norm"]:
+            req[p + "attn_q_norm"] = (D,)
+            req[p + "attn_k_norm"] = (D,)
+        if moe is None:
+            req[p + "ffn_gate"] = (I, H)
+            req[p + "ffn_up"] = (I, H)
+            req[p + "ffn_down"] = (H, I)
+        else:
+            E, Ie, Is = moe["num_experts"], moe["expert_intermediate_size"], moe["shared_expert_intermediate_size"]
+            req[p + "ffn_gate_inp"] = (E, H)
+            req[p + "ffn_gate_exps"] = (E, Ie, H)
+            req[p + "ffn_up_exps"] = (E, Ie, H)
+            req[p + "ffn_down_exps"] = (E, H, Ie)
+            if Is:
+                req[p + "ffn_gate_shexp"] = (Is, H)
+                req[p + "ffn_up_shexp"] = (Is, H)
+                req[p + "ffn_down_shexp"] = (H, Is)
+                (req if moe["shared_expert_gate"] else opt)[p + "ffn_gate_inp_shexp"] = (1, H)
+    return req, opt
+
+
+# HF parameter name (after the layer prefix) -> canonical suffix.
+_HF_LAYER = {
+    "input_layernorm.weight": "attn_norm",
+    "self_attn.q_proj.weight": "attn_q", "self_attn.k_proj.weight": "attn_k", "self_attn.v_proj.weight": "attn_v",
+    "self_attn.q_proj.bias": "attn_q.bias", "self_attn.k_proj.bias": "attn_k.bias",
+    "self_attn.v_proj.bias": "attn_v.bias",
+    "self_attn.q_norm.weight": "attn_q_norm", "self_attn.k_norm.weight": "attn_k_norm",
+    "self_attn.o_proj.weight": "attn_output",
+    "post_attention_layernorm.weight": "ffn_norm",
+    "mlp.gate_proj.weight": "ffn_gate", "mlp.up_proj.weight": "ffn_up", "mlp.down_proj.weight": "ffn_down",
+    "mlp.gate.weight": "ffn_gate_inp",
+    "mlp.shared_expert.gate_proj.weight": "ffn_gate_shexp", "mlp.shared_expert.up_proj.weight": "ffn_up_shexp",
+    "mlp.shared_expert.down_proj.weight": "ffn_down_shexp", "mlp.shared_expert_gate.weight": "ffn_gate_inp_shexp",
+}
+_HF_GLOBAL = {"model.embed_tokens.weight": "token_embd", "model.norm.weight": "output_norm", "lm_head.weight": "output"}
+_LAYER_RE = re.compile(r"^model\.layers\.(\d+)\.(.+)$")
+_EXPERT_RE = re.compile(r"^mlp\.experts\.(\d+)\.(gate|up|down)_proj\.weight$")
+_FUSED_EXPERT = {"mlp.experts.gate_up_proj": "gate_up", "mlp.experts.down_proj": "down"}
+
+
+def hf_name(name: str) -> tuple[str, int | None, str | None] | None:
+    """Map an HF tensor name to (canonical, expert index, expert part) or None if not a model weight.
+
+    Per-expert tensors map to the stacked name with their expert index; fused expert stacks map
+    to the stacked name with index None and part "gate_up" / "down".
+    """
+    if name in _HF_GLOBAL:
+        return _HF_GLOBAL[name], None, None
+    m = _LAYER_RE.match(name)
+    if not m:
+        return None
+    prefix, rest = f"blk.{m.group(1)}.", m.group(2)
+    if rest in _HF_LAYER:
+        return prefix + _HF_LAYER[rest], None, None
+    e = _EXPERT_RE.match(rest)
+    if e:
+        return prefix + f"ffn_{e.group(2)}_exps", int(e.group(1)), None
+    if rest in _FUSED_EXPERT:
+        return prefix + "ffn_" + _FUSED_EXPERT[rest] + "_exps", None, _FUSED_EXPERT[rest]
+    return None
+
+
+def hf_rope(config: dict) -> tuple[float, dict | None]:
+    """(rope theta, scaling dict or None) from an HF config (transformers 4 and 5 spellings)."""
+    params = config.get("rope_parameters") or {}
+    scaling = config.get("rope_scaling") or (params if params.get("rope_type", "default") != "default" else None)
+    theta = config.get("rope_theta", params.get("rope_theta", 10000.0))
+    return float(theta), scaling
+
+
+def hf_int(config: dict, key: str, default: Any = None) -> int:
+    v = config.get(key, default)
+    if not isinstance(v, int) or isinstance(v, bool):
+        fail(f"config.json: {key} must be an integer, got {v!r}")
+    return v

@@ -1,0 +1,45 @@
+"""Qwen3-MoE (router top-k, norm_topk_prob) and Qwen2-MoE (QKV bias, gated shared expert).
+
+Both map to the runtime's "qwen3_moe" arch; the attention flags say which attention it runs.
+"""
+
+from eyas.models import base
+from eyas.models.common import fail, hf_int
+
+HF_MODEL_TYPES = ("qwen3_moe", "qwen2_moe")
+GGUF_ARCHS = ("qwen3moe", "qwen2moe")
+
+
+def _check_all_sparse(config: dict) -> None:
+    if config.get("mlp_only_layers") or int(config.get("decoder_sparse_step", 1)) != 1:
+        fail("MoE models with dense layers (mlp_only_layers / decoder_sparse_step != 1) are not supported")
+
+
+def spec_from_hf(config: dict) -> dict:
+    _check_all_sparse(config)
+    qwen2 = config.get("model_type") == "qwen2_moe"
+    Is = int(config.get("shared_expert_intermediate_size") or 0)
+    moe = {
+        "num_experts": hf_int(config, "num_experts"), "top_k": hf_int(config, "num_experts_per_tok"),
+        "norm_topk_prob": bool(config.get("norm_topk_prob", not qwen2)),
+        "expert_intermediate_size": hf_int(config, "moe_intermediate_size"),
+        "shared_expert_intermediate_size": Is, "shared_expert_gate": bool(Is) and qwen2,
+    }
+    if qwen2:
+        return base.from_hf(config, "qwen3_moe", qkv_bias=bool(config.get("qkv_bias", True)), moe=moe)
+    return base.from_hf(config, "qwen3_moe", qk_norm=True, qkv_bias=bool(config.get("attention_bias", False)), moe=moe)
+
+
+def spec_from_gguf(meta: dict, weights: dict, gguf_arch: str) -> dict:
+    k = gguf_arch + "."
+    Is = base.meta_int(meta, k + "expert_shared_feed_forward_length", 0)
+    if Is == 0 and "blk.0.ffn_up_shexp" in weights:
+        Is = int(weights["blk.0.ffn_up_shexp"][2][0])
+    moe = {
+        "num_experts": base.meta_int(meta, k + "expert_count"), "top_k": base.meta_int(meta, k + "expert_used_count"),
+        "norm_topk_prob": bool(meta.get(k + "expert_weights_norm", gguf_arch == "qwen3moe")),
+        "expert_intermediate_size": base.meta_int(meta, k + "expert_feed_forward_length"),
+        "shared_expert_intermediate_size": Is, "shared_expert_gate": "blk.0.ffn_gate_inp_shexp" in weights,
+    }
+    return base.from_gguf(meta, weights, gguf_arch, "qwen3_moe", "neox", moe=moe,
+                          qk_norm="blk.0.attn_q_norm" in weights, qkv_bias="blk.0.attn_q.bias" in weights)

@@ -1,0 +1,160 @@
+"""A plain numpy forward of every spec the loaders produce (docs/model_spec.md), in float32.
+
+The reference for the runtime's model parity tests: weights are dequantized with gguf.quants, and
+the object offers the runtime's forward/commit/truncate/reset interface so the generation loop
+can run on it too.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from gguf import GGMLQuantizationType
+from gguf.quants import dequantize as gguf_dequantize
+
+
+def dequantize(array: np.ndarray, dtype_id: int, shape) -> np.ndarray:
+    """float32 tensor of logical `shape` from a weights-table entry."""
+    shape = tuple(shape)
+    if dtype_id == 0:
+        return np.asarray(array, dtype=np.float32).reshape(shape)
+    raw = np.ascontiguousarray(array).view(np.uint8).reshape(-1)
+    if dtype_id == 1:
+        return raw.view(np.float16).astype(np.float32).reshape(shape)
+    if dtype_id == 30:
+        return (raw.view(np.uint16).astype(np.uint32) << 16).view(np.float32).reshape(shape)
+    rows = int(np.prod(shape[:-1], dtype=np.int64))
+    return gguf_dequantize(raw.reshape(rows, -1), GGMLQuantizationType(dtype_id)).astype(np.float32).reshape(shape)
+
+
+def rms_norm(x: np.ndarray, w: np.ndarray, eps: float) -> np.ndarray:
+    x64 = x.astype(np.float64)
+    return (x64 / np.sqrt(np.mean(x64 * x64, axis=-1, keepdims=True) + eps) * w).astype(np.float32)
+
+
+def silu(x: np.ndarray) -> np.ndarray:
+    return x / (1.0 + np.exp(-x))
+
+
+def sigmoid(x: np.ndarray) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def rope(x: np.ndarray, pos: np.ndarray, inv_freq: np.ndarray, rot_dim: int, style: str) -> np.ndarray:
+    """x: [T, heads, D]; rotates the first rot_dim dims of each head at positions pos: [T]."""
+    ang = pos.astype(np.float64)[:, None] * inv_freq.astype(np.float64)[None, :]  # [T, rot/2]
+    cos, sin = np.cos(ang)[:, None, :], np.sin(ang)[:, None, :]
+    out = x.astype(np.float64).copy()
+    if style == "neox":
+        a, b = out[..., : rot_dim // 2].copy(), out[..., rot_dim // 2 : rot_dim].copy()
+        out[..., : rot_dim // 2], out[..., rot_dim // 2 : rot_dim] = a * cos - b * sin, a * sin + b * cos
+    else:
+        a, b = out[..., 0:rot_dim:2].copy(), out[..., 1:rot_dim:2].copy()
+        out[..., 0:rot_dim:2], out[..., 1:rot_dim:2] = a * cos - b * sin, a * sin + b * cos
+    return out.astype(np.float32)
+
+
+class ReferenceTransformer:
+    """Same interface as `_core.Transformer`: forward (plain or tree), commit, truncate, reset."""
+
+    def __init__(self, spec: dict, weights: dict, *, max_context: int = 512, aux_layers=None, device=None):
+        self.spec = spec
+        self.w = {name: dequantize(*entry) for name, entry in weights.items()}
+        if spec["tie_embeddings"]:
+            self.w["output"] = self.w["token_embd"]
+        L, Hkv, D = spec["num_layers"], spec["num_kv_heads"], spec["head_dim"]
+        self.aux_layers = list(aux_layers) if aux_layers is not None else [2, L // 2, L - 3]
+        self.capacity = max_context
+        self.k = np.zeros((L, max_context, Hkv, D), np.float32)
+        self.v = np.zeros_like(self.k)
+        self.length = 0
+
+    def reset(self) -> None:
+        self.length = 0
+
+    def truncate(self, n: int) -> None:
+        if not 0 <= n <= self.length:
+            raise ValueError(f"[truncate] n={n} outside [0, {self.length}]")
+        self.length = n
+
+    def commit(self, nodes) -> None:
+        nodes = np.asarray(nodes, dtype=np.int64)
+        n = self.length
+        self.k[:, n : n + len(nodes)] = self.k[:, n + nodes]
+        self.v[:, n : n + len(nodes)] = self.v[:, n + nodes]
+        self.length += len(nodes)
+
+    def forward(self, tokens, *, mask=None, depths=None, logits="last", capture_aux=False) -> dict:
+        s, w = self.spec, self.w
+        tokens = np.asarray(tokens, dtype=np.int64).reshape(-1)
+        T, n = len(tokens), self.length
+        if n + T > self.capacity:
+            raise ValueError(f"[forward] {n}+{T} tokens exceed capacity {self.capacity}")
+        if mask is None:
+            mask = np.tril(np.ones((T, T), np.uint8))
+            depths = np.arange(T)
+        pos = n + np.asarray(depths, dtype=np.int64)
+        visible = np.concatenate([np.ones((T, n), bool), np.asarray(mask) != 0], axis=1)  # [T, n+T]
+        Hq, Hkv, D, eps = s["num_heads"], s["num_kv_heads"], s["head_dim"], s["rms_eps"]
+        x = w["token_embd"][tokens]
+        aux = []
+        for i in range(s["num_layers"]):
+            p = f"blk.{i}."
+            if i in self.aux_layers:
+                aux.append(x.copy())
+            h = rms_norm(x, w[p + "attn_norm"], eps)
+            q, k, v = (h @ w[p + n_].T for n_ in ("attn_q", "attn_k", "attn_v"))
+            if s["qkv_bias"]:
+                q, k, v = q + w[p + "attn_q.bias"], k + w[p + "attn_k.bias"], v + w[p + "attn_v.bias"]
+            gate = None
+            if s["attn_output_gate"]:
+                qg = q.reshape(T, Hq, 2 * D)
+                q, gate = qg[..., :D], qg[..., D:].reshape(T, Hq * D)
+            q, k, v = q.reshape(T, Hq, D), k.reshape(T, Hkv, D), v.reshape(T, Hkv, D)
+            if s["qk_norm"]:
+                q, k = rms_norm(q, w[p + "attn_q_norm"], eps), rms_norm(k, w[p + "attn_k_norm"], eps)
+            q = rope(q, pos, s["rope_inv_freq"], s["rot_dim"], s["rope_style"])
+            k = rope(k, pos, s["rope_inv_freq"], s["rot_dim"], s["rope_style"])
+            self.k[i, n : n + T], self.v[i, n : n + T] = k, v
+            keys = np.repeat(self.k[i, : n + T], Hq // Hkv, axis=1)  # [S, Hq, D]
+            vals = np.repeat(self.v[i, : n + T], Hq // Hkv, axis=1)
+            scores = np.einsum("thd,shd->hts", q.astype(np.float64), keys.astype(np.float64)) / np.sqrt(D)
+            scores = np.where(visible[None], scores, -np.inf)
+            scores = np.exp(scores - scores.max(axis=-1, keepdims=True))
+            probs = scores / scores.sum(axis=-1, keepdims=True)
+            attn = np.einsum("hts,shd->thd", probs, vals.astype(np.float64)).reshape(T, Hq * D).astype(np.float32)
+            if gate is not None:
+                attn = attn * sigmoid(gate)
+            x = x + attn @ w[p + "attn_output"].T
+            h = rms_norm(x, w[p + "ffn_norm"], eps)
+            x = x + (self._dense(h, p, "") if s["moe"] is None else self._moe(h, p))
+        out = {}
+        if capture_aux:
+            out["aux"] = np.concatenate(aux, axis=1)
+        if logits != "none":
+            rows = x if logits == "all" else x[-1:]
+            out["logits"] = rms_norm(rows, w["output_norm"], eps) @ w["output"].T
+        return out
+
+    def _dense(self, h, p, suffix, e=None):
+        g, u, d = (self.w[p + f"ffn_{n_}{suffix}"] for n_ in ("gate", "up", "down"))
+        if e is not None:
+            g, u, d = g[e], u[e], d[e]
+        return (silu(h @ g.T) * (h @ u.T)) @ d.T
+
+    def _moe(self, h, p):
+        moe = self.spec["moe"]
+        logits = (h @ self.w[p + "ffn_gate_inp"].T).astype(np.float64)
+        probs = np.exp(logits - logits.max(axis=-1, keepdims=True))
+        probs /= probs.sum(axis=-1, keepdims=True)
+        out = np.zeros_like(h)
+        for t in range(h.shape[0]):
+            top = np.lexsort((np.arange(probs.shape[1]), -probs[t]))[: moe["top_k"]]
+            wts = probs[t, top] / (probs[t, top].sum() if moe["norm_topk_prob"] else 1.0)
+            for e, wt in zip(top, wts):
+                out[t] += np.float32(wt) * self._dense(h[t : t + 1], p, "_exps", e)[0]
+        if moe["shared_expert_intermediate_size"]:
+            shared = self._dense(h, p, "_shexp")
+            if p + "ffn_gate_inp_shexp" in self.w:
+                shared = shared * sigmoid(h @ self.w[p + "ffn_gate_inp_shexp"].T)
+            out = out + shared
+        return out
