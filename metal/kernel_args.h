@@ -15,3 +15,9 @@ struct RmsNormArgs {
   EYAS_I32 dim;   // elements per row
   float eps;
 };
+#include "args/rope.h"
+#include "args/elementwise.h"
+#include "args/softmax.h"
+#include "args/attention.h"
+#include "args/kv.h"
+#include "args/matmul.h"

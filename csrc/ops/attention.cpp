@@ -1,5 +1,55 @@
 #include "ops/attention.h"
 
+#include <cmath>
+#include <limits>
+
+#include "cpu/attention.h"
+
 namespace eyas::ops {
-void attention(Encoder&, const Tensor&, const Tensor&, const Tensor&, int, const Tensor&, float, const Tensor&) { fail("attention", "not implemented"); }
+
+void attention(Encoder& enc, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, int prefix_len,
+               const Tensor& mask, float scale, const Tensor& o) {
+  const char* op = "attention";
+  check_dtype(op, "q", q, DType::F32);
+  check_dtype(op, "k_cache", k_cache, DType::F32);
+  check_dtype(op, "v_cache", v_cache, DType::F32);
+  check_dtype(op, "o", o, DType::F32);
+  check_ndim(op, "q", q, 3);
+  check_ndim(op, "k_cache", k_cache, 3);
+  check_writable(op, "o", o);
+  if (v_cache.shape != k_cache.shape)
+    fail(op, "v_cache " + v_cache.describe() + " must match k_cache " + k_cache.describe());
+  if (o.shape != q.shape) fail(op, "o " + o.describe() + " must match q " + q.describe());
+  const int64_t n_q = q.dim(0), n_heads = q.dim(1), D = q.dim(2);
+  const int64_t n_kv = k_cache.dim(0), cap = k_cache.dim(1);
+  if (D % 16 != 0 || D < 16 || D > 512)
+    fail(op, "head_dim " + std::to_string(D) + " is unsupported (need a multiple of 16 in [16, 512])");
+  check_dim(op, "k_cache", k_cache, 2, D);
+  if (n_kv < 1 || n_heads < 1 || n_heads % n_kv != 0)
+    fail(op, "query heads (" + std::to_string(n_heads) + ") must be a positive multiple of kv heads (" +
+                 std::to_string(n_kv) + ")");
+  if (cap > std::numeric_limits<int32_t>::max() || n_q > std::numeric_limits<int32_t>::max())
+    fail(op, "cache or query count too large");
+  int64_t n_new = n_q;
+  if (mask.defined()) {
+    check_dtype(op, "mask", mask, DType::U8);
+    check_ndim(op, "mask", mask, 2);
+    check_dim(op, "mask", mask, 0, n_q);
+    n_new = mask.dim(1);
+    if (n_new < n_q) fail(op, "mask " + mask.describe() + " needs at least as many columns (new slots) as queries");
+  }
+  if (prefix_len < 0) fail(op, "prefix_len must be >= 0, got " + std::to_string(prefix_len));
+  if (int64_t(prefix_len) + n_new > cap)
+    fail(op, "prefix_len + new slots (" + std::to_string(prefix_len) + " + " + std::to_string(n_new) +
+                 ") exceeds the cache capacity " + std::to_string(cap));
+  if (!(scale > 0.0f) || !std::isfinite(scale)) fail(op, "scale must be a finite positive number");
+  if (n_q == 0) return;
+  AttentionArgs a{int32_t(n_q),   int32_t(n_new), int32_t(n_heads), int32_t(n_kv),           int32_t(D),
+                  int32_t(cap),   prefix_len,     mask.defined() ? 0 : 1, scale};
+  enc.dispatch(op, {&q, &k_cache, &v_cache, &mask}, {&o}, [a, q, k_cache, v_cache, mask, o](ThreadPool& pool) {
+    cpu::attention(a, q.data<float>(), k_cache.data<float>(), v_cache.data<float>(),
+                   mask.defined() ? mask.data<uint8_t>() : nullptr, o.data<float>(), pool);
+  });
+}
+
 }  // namespace eyas::ops

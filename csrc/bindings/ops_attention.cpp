@@ -1,0 +1,36 @@
+#include <cmath>
+
+#include "bindings/convert.h"
+#include "bindings/registry.h"
+#include "cpu/softmax_exp.h"
+#include "ops/attention.h"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+using namespace eyas;
+
+EYAS_BINDINGS(ops_attention) {
+  nb::module_ ops = m.def_submodule("ops", "Kernels, one function per op; arrays in, arrays out.");
+  ops.def(
+      "attention",
+      [](bind::Array q, bind::Array k_cache, bind::Array v_cache, int prefix_len, std::optional<bind::Array> mask,
+         std::optional<float> scale, std::optional<bind::Array> out, std::optional<Encoder*> encoder) {
+        const char* op = "attention";
+        Tensor tq = bind::from_numpy(op, "q", q), tk = bind::from_numpy(op, "k_cache", k_cache),
+               tv = bind::from_numpy(op, "v_cache", v_cache);
+        Tensor tm = mask ? bind::from_numpy(op, "mask", *mask) : Tensor{};
+        Tensor to = out ? bind::from_numpy(op, "out", *out) : Tensor::empty(DType::F32, tq.shape);
+        const float s = scale ? *scale : (tq.ndim() == 3 ? float(1.0 / std::sqrt(double(tq.dim(2)))) : 1.0f);
+        bind::encode(encoder, [&](Encoder& enc) { ops::attention(enc, tq, tk, tv, prefix_len, tm, s, to); });
+        return bind::to_numpy(to);
+      },
+      "q"_a, "k_cache"_a, "v_cache"_a, "prefix_len"_a, "mask"_a = nb::none(), nb::kw_only(), "scale"_a = nb::none(),
+      "out"_a = nb::none(), "encoder"_a = nb::none(),
+      "Tree attention over a slot-major KV cache (docs/kv_cache.md).\n\n"
+      "q: float32[Tq, Hq, D]; k_cache, v_cache: float32[Hkv, capacity, D]; new slots\n"
+      "[prefix_len, prefix_len + Tn) already hold K/V and the queries are the last Tq of them.\n"
+      "mask: uint8/bool[Tq, Tn] (query i sees new slot j where nonzero) or None = causal (Tn = Tq).\n"
+      "scale defaults to 1/sqrt(D). Returns float32[Tq, Hq, D].");
+  ops.def("_force_scalar", &cpu::force_scalar, "on"_a,
+          "Testing knob: run the rope/elementwise/softmax/top-k/attention kernels on their scalar paths.");
+}
