@@ -33,7 +33,10 @@ AcceptResult accept_tree(const float* logits, int64_t vocab, const int32_t* toke
       const int32_t best = argmax_row(row, vocab);
       int32_t next = -1;
       for (int32_t c : children[size_t(cur)])
-        if (tokens[c] == best) next = c;
+        if (tokens[c] == best) {
+          next = c;  // siblings from the builder are distinct; with duplicates the first wins
+          break;
+        }
       r.tokens.push_back(best);
       if (next < 0) return r;
       r.path.push_back(next);
