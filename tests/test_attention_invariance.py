@@ -1,0 +1,141 @@
+"""Invariant 2 for tree attention, bit for bit (DESIGN §3):
+a tree query == a T=1 decode over its visible keys laid out contiguously; results do not depend on
+T, the thread count or the SIMD path; a causal prefill row == decode at that position."""
+
+import numpy as np
+import pytest
+
+from eyas import _core
+from tests.parity.cases_attention import make_inputs, visible_new
+
+HEAD_DIMS = [64, 128, 256, 80]
+GQA = [(3, 3), (9, 3), (8, 2)]  # (query heads, kv heads): ratios 1, 3, 4
+
+
+def decode_over(q_row, k, v, slots, group_heads):
+    """T=1 decode whose prefix holds exactly `slots` of k/v, contiguously, then the query's own slot."""
+    *prefix, own = slots
+    n_kv, _, d = k.shape
+    cap = len(slots) + 2
+    k2 = np.zeros((n_kv, cap, d), np.float32)
+    v2 = np.zeros((n_kv, cap, d), np.float32)
+    k2[:, :len(slots)] = k[:, slots]
+    v2[:, :len(slots)] = v[:, slots]
+    return _core.ops.attention(q_row[None], k2, v2, len(prefix))[0]
+
+
+@pytest.mark.parametrize("d", HEAD_DIMS)
+@pytest.mark.parametrize("heads", GQA, ids=lambda h: f"{h[0]}/{h[1]}")
+def test_tree_query_equals_contiguous_decode(d, heads):
+    rng = np.random.default_rng(d * 100 + heads[0])
+    for prefix_len, n in [(0, 6), (37, 24), (130, 17)]:
+        a = make_inputs(rng, n, heads[0], heads[1], d, prefix_len, "tree")
+        out = _core.ops.attention(a["q"], a["k"], a["v"], prefix_len, a["mask"])
+        for i in range(n):
+            new = visible_new(a["mask"], n, n, i)
+            assert new[-1] == i, "a tree node must see itself last"
+            slots = list(range(prefix_len)) + [prefix_len + j for j in new]
+            want = decode_over(a["q"][i], a["k"], a["v"], slots, heads)
+            assert np.array_equal(out[i], want), f"query {i} (prefix {prefix_len}) differs from decode"
+
+
+def test_drafter_frontier_equals_contiguous_decode():
+    # Tn > Tq: the queries are the last Tq new slots; earlier tree depths are visible through the mask.
+    rng = np.random.default_rng(5)
+    n_new, n_q, prefix_len = 20, 6, 50
+    a = make_inputs(rng, n_q, 9, 3, 64, prefix_len, "tree", n_new=n_new)
+    out = _core.ops.attention(a["q"], a["k"], a["v"], prefix_len, a["mask"])
+    for i in range(n_q):
+        slots = list(range(prefix_len)) + [prefix_len + j for j in np.nonzero(a["mask"][i])[0]]
+        assert np.array_equal(out[i], decode_over(a["q"][i], a["k"], a["v"], slots, (9, 3)))
+
+
+@pytest.mark.parametrize("d", [64, 128])
+def test_rows_independent_of_batch_threads_and_simd(d):
+    rng = np.random.default_rng(d)
+    n, prefix_len = 33, 70
+    a = make_inputs(rng, n, 9, 3, d, prefix_len, "tree")
+    args = (a["q"], a["k"], a["v"], prefix_len, a["mask"])
+    threads = _core.get_num_threads()
+    try:
+        _core.set_num_threads(1)
+        one = _core.ops.attention(*args)
+        _core.set_num_threads(2)
+        two = _core.ops.attention(*args)
+        rows = np.concatenate([_core.ops.attention(a["q"][i:i + 1], a["k"], a["v"], prefix_len, a["mask"][i:i + 1])
+                               for i in range(n)])
+        _core.ops._force_scalar(True)
+        scalar = _core.ops.attention(*args)
+    finally:
+        _core.ops._force_scalar(False)
+        _core.set_num_threads(threads)
+    assert np.array_equal(one, two), "1 vs 2 threads"
+    assert np.array_equal(one, rows), "T=N vs T=1 calls"
+    assert np.array_equal(one, scalar), "SIMD vs scalar path"
+
+
+@pytest.mark.parametrize("d", HEAD_DIMS)
+def test_causal_prefill_row_equals_decode(d):
+    rng = np.random.default_rng(d + 1)
+    for prefix_len, n in [(0, 40), (19, 9)]:
+        a = make_inputs(rng, n, 8, 2, d, prefix_len, "causal")
+        pre = _core.ops.attention(a["q"], a["k"], a["v"], prefix_len)
+        for i in range(n):
+            dec = _core.ops.attention(a["q"][i:i + 1], a["k"], a["v"], prefix_len + i)
+            assert np.array_equal(pre[i], dec[0]), f"row {i}"
+
+
+def test_masked_keys_never_contribute():
+    # Poisoning the invisible slots (inf/nan) must not change any output bit.
+    rng = np.random.default_rng(11)
+    n, prefix_len = 12, 20
+    a = make_inputs(rng, n, 4, 2, 64, prefix_len, "tree")
+    clean = _core.ops.attention(a["q"], a["k"], a["v"], prefix_len, a["mask"])
+    k, v = a["k"].copy(), a["v"].copy()
+    k[:, prefix_len + n:] = np.inf  # slots past the new ones
+    v[:, prefix_len + n:] = np.nan
+    for i in range(n):
+        hidden = np.nonzero(a["mask"][i] == 0)[0]
+        qi = a["q"][i:i + 1]
+        kk, vv = k.copy(), v.copy()
+        kk[:, prefix_len + hidden] = 1e30
+        vv[:, prefix_len + hidden] = np.nan
+        out = _core.ops.attention(qi, kk, vv, prefix_len, a["mask"][i:i + 1])
+        assert np.array_equal(out[0], clean[i])
+
+
+def test_commit_then_decode_matches_tree():
+    # verify(tree) -> move accepted path into place -> decode sees the same keys: same bits.
+    rng = np.random.default_rng(12)
+    n, prefix_len = 10, 30
+    a = make_inputs(rng, n, 9, 3, 64, prefix_len, "tree")
+    tree = _core.ops.attention(a["q"], a["k"], a["v"], prefix_len, a["mask"])
+    leaf = n - 1
+    path = np.nonzero(a["mask"][leaf])[0]
+    k, v = a["k"].copy(), a["v"].copy()
+    for cache in (k, v):
+        _core.ops.kv_move_rows(cache, (prefix_len + path).astype(np.int32), prefix_len)
+    dec = _core.ops.attention(a["q"][leaf:leaf + 1], k, v, prefix_len + len(path) - 1)
+    assert np.array_equal(dec[0], tree[leaf])
+
+
+@pytest.mark.parametrize("schedule", [_core.Schedule.forward, _core.Schedule.reverse])
+def test_kv_write_then_attention_in_one_encoder(schedule):
+    rng = np.random.default_rng(13)
+    n_kv, d, cap, prefix_len, n = 3, 64, 64, 20, 5
+    k = rng.standard_normal((n_kv, cap, d), dtype=np.float32)
+    v = rng.standard_normal((n_kv, cap, d), dtype=np.float32)
+    k_new = rng.standard_normal((n, n_kv, d), dtype=np.float32)
+    v_new = rng.standard_normal((n, n_kv, d), dtype=np.float32)
+    q = rng.standard_normal((n, 9, d), dtype=np.float32)
+    k_ref, v_ref = k.copy(), v.copy()
+    _core.ops.kv_write(k_new, k_ref, prefix_len)
+    _core.ops.kv_write(v_new, v_ref, prefix_len)
+    want = _core.ops.attention(q, k_ref, v_ref, prefix_len)
+    enc = _core.Encoder(schedule=schedule)
+    _core.ops.kv_write(k_new, k, prefix_len, encoder=enc)
+    _core.ops.kv_write(v_new, v, prefix_len, encoder=enc)
+    out = _core.ops.attention(q, k, v, prefix_len, encoder=enc)
+    enc.commit()
+    assert list(enc.barrier_positions) == [2]
+    assert np.array_equal(out, want)
