@@ -1,5 +1,3 @@
-#include "model/deps_ready.h"
-#ifdef EYAS_MODEL_READY
 // _core.ops bindings for the model helper ops (copy_cols, sigmoid_scale_rows, moe_route, moe_ffn).
 #include "bindings/convert.h"
 #include "bindings/registry.h"
@@ -61,5 +59,3 @@ EYAS_BINDINGS(model_ops) {
       "x"_a, "router_logits"_a, "gate_exps"_a, "up_exps"_a, "down_exps"_a, "top_k"_a, "norm_topk_prob"_a,
       "MoE feed-forward with float32 expert stacks gate/up [E, Ie, H], down [E, H, Ie].");
 }
-
-#endif  // EYAS_MODEL_READY

@@ -1,5 +1,3 @@
-#include "model/deps_ready.h"
-#ifdef EYAS_MODEL_READY
 // _core.Transformer: the target model over its KV cache (contract: docs/model_spec.md).
 #include <nanobind/stl/shared_ptr.h>
 
@@ -251,5 +249,3 @@ EYAS_BINDINGS(model_transformer) {
       .def_prop_ro("num_layers", [](Transformer& m) { return m.spec().num_layers; })
       .def_prop_ro("num_threads", [](Transformer& m) { return m.device().num_threads(); });
 }
-
-#endif  // EYAS_MODEL_READY

@@ -1,5 +1,3 @@
-#include "model/deps_ready.h"
-#ifdef EYAS_MODEL_READY
 #include "model/transformer.h"
 
 #include <cmath>
@@ -27,16 +25,6 @@ std::string shape_str(const std::vector<int64_t>& s) {
   return r + "]";
 }
 
-bool is_matmul_type(DType t) {
-  switch (t) {
-    case DType::F32: case DType::F16: case DType::BF16: case DType::Q8_0: case DType::Q4_0: case DType::Q4_1:
-    case DType::Q5_0: case DType::Q5_1: case DType::Q4_K: case DType::Q5_K: case DType::Q6_K:
-      return true;
-    default:
-      return false;
-  }
-}
-
 // Takes weight `name` out of the map after checking its shape and type; float_only for norms/biases.
 Tensor take(WeightMap& w, const std::string& name, std::vector<int64_t> shape, bool float_only, bool required = true) {
   auto it = w.find(name);
@@ -47,7 +35,7 @@ Tensor take(WeightMap& w, const std::string& name, std::vector<int64_t> shape, b
   Tensor t = it->second;
   if (t.shape != shape)
     fail(kOp, "weight '" + name + "' has shape " + shape_str(t.shape) + ", expected " + shape_str(shape));
-  if (float_only ? t.dtype != DType::F32 : !is_matmul_type(t.dtype))
+  if (float_only ? t.dtype != DType::F32 : !ops::matmul_supports(t.dtype))
     fail(kOp, "weight '" + name + "' has unsupported dtype " + type_traits(t.dtype).name +
                   (float_only ? " (norms and biases must be F32)" : ""));
   if (!t.buffer || t.offset + t.nbytes() > t.buffer->size())
@@ -350,5 +338,3 @@ void Transformer::reset() {
 }
 
 }  // namespace eyas::model
-
-#endif  // EYAS_MODEL_READY

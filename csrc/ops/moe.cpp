@@ -1,5 +1,3 @@
-#include "model/deps_ready.h"
-#ifdef EYAS_MODEL_READY
 #include "ops/moe.h"
 
 #include <cstring>
@@ -115,5 +113,3 @@ void moe_ffn(Encoder& enc, const Tensor& x, const Tensor& logits, const Tensor& 
 }
 
 }  // namespace eyas::ops
-
-#endif  // EYAS_MODEL_READY
