@@ -1,0 +1,87 @@
+// Bindings for the quantized matmul and embedding, the weight type enum (_core.DType) and the
+// instruction-set debug hook used by the invariance tests.
+#include "bindings/convert.h"
+#include "bindings/registry.h"
+#include "cpu/matmul.h"
+#include "cpu/quant/isa.h"
+#include "ops/embedding.h"
+#include "ops/matmul.h"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+using namespace eyas;
+
+// Accepts a _core.DType, a plain int (GGML type id) or a name such as "Q4_1".
+static DType weight_type(const char* op, nb::handle h) {
+  if (nb::isinstance<nb::str>(h)) {
+    std::string name = nb::cast<std::string>(h);
+    for (int32_t id : {0, 1, 2, 3, 6, 7, 8, 12, 13, 14, 30})
+      if (name == type_traits(DType(id)).name) return DType(id);
+    fail(op, "unknown weight type name '" + name + "'");
+  }
+  int32_t id;
+  try {
+    id = nb::cast<int32_t>(nb::int_(h));
+  } catch (const std::exception&) {
+    fail(op, "w_type must be a DType, an int or a type name");
+  }
+  DType t;
+  try {
+    t = dtype_from_int(id);
+  } catch (const std::invalid_argument&) {
+    fail(op, "unsupported weight type id " + std::to_string(id));
+  }
+  if (!ops::matmul_supports(t)) fail(op, std::string("unsupported weight type ") + type_traits(t).name);
+  return t;
+}
+
+static std::vector<int64_t> weight_shape(const char* op, const std::vector<int64_t>& shape) {
+  if (shape.size() != 2) fail(op, "w_shape must be (rows, cols)");
+  for (int64_t d : shape)
+    if (d < 1) fail(op, "w_shape dims must be positive");
+  return shape;
+}
+
+EYAS_BINDINGS(ops_matmul) {
+  if (!nb::type<DType>().is_valid()) {
+    nb::enum_<DType>(m, "DType", nb::is_arithmetic(), "Element and weight types; ids equal GGML's type ids.")
+        .value("F32", DType::F32).value("F16", DType::F16).value("Q4_0", DType::Q4_0).value("Q4_1", DType::Q4_1)
+        .value("Q5_0", DType::Q5_0).value("Q5_1", DType::Q5_1).value("Q8_0", DType::Q8_0).value("Q4_K", DType::Q4_K)
+        .value("Q5_K", DType::Q5_K).value("Q6_K", DType::Q6_K).value("I8", DType::I8).value("I16", DType::I16)
+        .value("I32", DType::I32).value("I64", DType::I64).value("BF16", DType::BF16).value("U8", DType::U8);
+  }
+  nb::module_ ops = m.def_submodule("ops");
+  ops.def(
+      "matmul",
+      [](bind::Array x, bind::Array w_bytes, nb::handle w_type, std::vector<int64_t> w_shape,
+         std::optional<bind::Array> out, std::optional<Encoder*> encoder) {
+        const char* op = "matmul";
+        Tensor tx = bind::from_numpy(op, "x", x);
+        if (tx.ndim() != 2) fail(op, "x must be 2-D [T, K], got " + tx.describe());
+        Tensor tw = bind::from_bytes(op, "w", w_bytes, weight_type(op, w_type), weight_shape(op, w_shape));
+        Tensor ty = out ? bind::from_numpy(op, "out", *out) : Tensor::empty(DType::F32, {tx.dim(0), tw.dim(0)});
+        bind::encode(encoder, [&](Encoder& enc) { ops::matmul(enc, tx, tw, ty); });
+        return bind::to_numpy(ty);
+      },
+      "x"_a, "w_bytes"_a, "w_type"_a, "w_shape"_a, nb::kw_only(), "out"_a = nb::none(), "encoder"_a = nb::none(),
+      "y = x @ w.T. x: float32[T, K]; w_bytes: uint8 raw GGUF data of a [N, K] tensor of type w_type "
+      "(DType, GGML id or name); returns float32[T, N].");
+  ops.def(
+      "embedding",
+      [](bind::Array w_bytes, nb::handle w_type, std::vector<int64_t> w_shape, bind::Array ids,
+         std::optional<bind::Array> out, std::optional<Encoder*> encoder) {
+        const char* op = "embedding";
+        Tensor tw = bind::from_bytes(op, "w", w_bytes, weight_type(op, w_type), weight_shape(op, w_shape));
+        Tensor ti = bind::from_numpy(op, "ids", ids);
+        if (ti.ndim() != 1) fail(op, "ids must be 1-D, got " + ti.describe());
+        Tensor ty = out ? bind::from_numpy(op, "out", *out) : Tensor::empty(DType::F32, {ti.dim(0), tw.dim(1)});
+        bind::encode(encoder, [&](Encoder& enc) { ops::embedding(enc, tw, ti, ty); });
+        return bind::to_numpy(ty);
+      },
+      "w_bytes"_a, "w_type"_a, "w_shape"_a, "ids"_a, nb::kw_only(), "out"_a = nb::none(), "encoder"_a = nb::none(),
+      "Rows w[ids] dequantized to float32[T, K]. ids: int32[T].");
+  ops.def("set_isa", &cpu::quant::set_isa, "name"_a,
+          "Debug hook: force the matmul instruction set ('scalar', 'avx2', 'avx512', 'amx' or 'best').");
+  ops.def("get_isa", [] { return std::string(cpu::matmul_isa()); });
+  ops.def("available_isas", &cpu::quant::available_isas, "Instruction sets usable on this CPU, slowest first.");
+}

@@ -1,0 +1,17 @@
+// CPU embedding: gather rows of a (possibly quantized) table and dequantize them to F32.
+#pragma once
+#include <cstdint>
+
+#include "core/thread_pool.h"
+#include "metal/kernel_args.h"
+
+namespace eyas::cpu {
+
+// w: [V] rows of row_bytes(wtype, K); ids: I32[T] in [0, V); y: F32[T,K]
+void embedding(const EmbeddingArgs& a, const uint8_t* w, const int32_t* ids, float* y, ThreadPool& pool);
+
+// Dequantizes one row of `k` elements (GGUF block layout) into y, with the same float operations
+// as the gguf package's numpy dequantizers.
+void dequantize_row(int32_t wtype, const uint8_t* row, int64_t k, float* y);
+
+}  // namespace eyas::cpu

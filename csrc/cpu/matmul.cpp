@@ -1,0 +1,96 @@
+// Driver of the quantized matmul: quantize the activation rows once (parallel over rows), then
+// compute output columns (parallel over N only, so no reduction is ever split).
+#include "cpu/matmul.h"
+
+#include <cstdlib>
+#include <memory>
+#include <stdexcept>
+
+#include "core/dtype.h"
+#include "cpu/quant/isa.h"
+
+namespace eyas::cpu {
+
+using namespace quant;
+
+static WKind kind_of(int32_t wtype) {
+  switch (DType(wtype)) {
+    case DType::F32: return kF32;
+    case DType::F16: return kF16;
+    case DType::BF16: return kBF16;
+    case DType::Q8_0: return kQ8_0;
+    case DType::Q4_0: return kQ4_0;
+    case DType::Q4_1: return kQ4_1;
+    case DType::Q5_0: return kQ5_0;
+    case DType::Q5_1: return kQ5_1;
+    case DType::Q4_K: return kQ4_K;
+    case DType::Q5_K: return kQ5_K;
+    case DType::Q6_K: return kQ6_K;
+    default: throw std::invalid_argument("[matmul] unsupported weight type " + std::to_string(wtype));
+  }
+}
+
+// Per-thread scratch for quantized activations; grows, never shrinks, 64-byte aligned.
+static uint8_t* scratch(size_t bytes) {
+  struct Free {
+    void operator()(uint8_t* p) const { std::free(p); }
+  };
+  thread_local std::unique_ptr<uint8_t, Free> buf;
+  thread_local size_t cap = 0;
+  if (bytes > cap) {
+    cap = (bytes + 4095) / 4096 * 4096;
+    buf.reset(static_cast<uint8_t*>(std::aligned_alloc(64, cap)));
+    if (!buf) throw std::bad_alloc();
+  }
+  return buf.get();
+}
+
+static size_t align64(size_t n) { return (n + 63) / 64 * 64; }
+
+void matmul(const MatmulArgs& a, const float* x, const uint8_t* w, float* y, ThreadPool& pool) {
+  const WKind kind = kind_of(a.wtype);
+  const Table& tb = current_table();
+  const int64_t T = a.rows, N = a.n, K = a.k;
+  const int be = block_elems(kind);
+
+  Job job;
+  job.w = w;
+  job.wrow = row_bytes(DType(a.wtype), K);
+  job.t = T;
+  job.n = N;
+  job.k = K;
+  job.y = y;
+  job.act.x = x;
+  job.act.k = K;
+  if (be > 1) {
+    const bool kq = be == 256;
+    job.act.d_per_row = K / be;
+    job.act.s_per_row = kq ? K / 16 : K / 32;
+    // 64 spare bytes after qs: SIMD dots may load a full vector past a short row's tail.
+    const size_t qs_bytes = align64(size_t(T * K) + 64), d_bytes = align64(size_t(T * job.act.d_per_row) * 4);
+    uint8_t* base = scratch(qs_bytes + d_bytes + size_t(T * job.act.s_per_row) * 4);
+    job.act.qs = reinterpret_cast<int8_t*>(base);
+    job.act.d = reinterpret_cast<float*>(base + qs_bytes);
+    job.act.s = reinterpret_cast<int32_t*>(base + qs_bytes + d_bytes);
+    QuantFn q = kq ? tb.quant256 : tb.quant32;
+    if (T >= 4 && pool.num_threads() > 1) {
+      pool.run([&](int tid, int nth) {
+        int64_t r0, r1;
+        ThreadPool::split(T, tid, nth, 1, &r0, &r1);
+        if (r0 < r1) q(job.act, r0, r1);
+      });
+    } else {
+      q(job.act, 0, T);
+    }
+  }
+  ColsFn cols = tb.cols[kind];
+  pool.run([&](int tid, int nth) {
+    int64_t n0, n1;
+    ThreadPool::split(N, tid, nth, 16, &n0, &n1);
+    if (n0 < n1) cols(job, n0, n1);
+  });
+}
+
+const char* matmul_isa() { return isa_name(current_isa()); }
+
+}  // namespace eyas::cpu

@@ -1,0 +1,75 @@
+// GGUF block layouts of the weight types the matmul and embedding kernels read, plus the exact
+// scalar conversions they share. Everything here is plain C++ so any ISA-specific TU may inline it.
+#pragma once
+#include <cstdint>
+#include <cstring>
+
+namespace eyas::cpu::quant {
+
+// Weight kinds the kernels handle, dense index for kernel tables.
+enum WKind : int { kF32, kF16, kBF16, kQ8_0, kQ4_0, kQ4_1, kQ5_0, kQ5_1, kQ4_K, kQ5_K, kQ6_K, kNumKinds };
+
+// Bytes per block (32 elements for the legacy types, 256 for K-quants).
+constexpr int kQ8_0Bytes = 34;   // f16 d, int8 qs[32]
+constexpr int kQ4_0Bytes = 18;   // f16 d, u8 qs[16] (lo nibbles: 0..15, hi nibbles: 16..31)
+constexpr int kQ4_1Bytes = 20;   // f16 d, f16 m, u8 qs[16]
+constexpr int kQ5_0Bytes = 22;   // f16 d, u8 qh[4] (bit j = high bit of element j), u8 qs[16]
+constexpr int kQ5_1Bytes = 24;   // f16 d, f16 m, u8 qh[4], u8 qs[16]
+constexpr int kQ4_KBytes = 144;  // f16 d, f16 dmin, u8 scales[12], u8 qs[128]
+constexpr int kQ5_KBytes = 176;  // f16 d, f16 dmin, u8 scales[12], u8 qh[32], u8 qs[128]
+constexpr int kQ6_KBytes = 210;  // u8 ql[128], u8 qh[64], int8 scales[16], f16 d
+
+inline uint16_t rd16(const uint8_t* p) {
+  uint16_t v;
+  std::memcpy(&v, p, 2);
+  return v;
+}
+inline uint32_t rd32(const uint8_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+// IEEE half -> float, exact (every half is representable), identical to F16C's vcvtph2ps.
+inline float h2f(uint16_t h) {
+  uint32_t sign = uint32_t(h & 0x8000u) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ffu, bits;
+  if (exp == 0x1f) {
+    bits = sign | 0x7f800000u | (man << 13);  // inf / nan (payload kept, quiet bit as F16C)
+    if (man) bits |= 0x00400000u;
+  } else if (exp != 0) {
+    bits = sign | ((exp + 112) << 23) | (man << 13);
+  } else if (man == 0) {
+    bits = sign;
+  } else {  // subnormal half: normalize
+    int e = -1;
+    do {
+      man <<= 1;
+      ++e;
+    } while (!(man & 0x400u));
+    bits = sign | uint32_t(112 - e) << 23 | ((man & 0x3ffu) << 13);
+  }
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+inline float bf2f(uint16_t h) {
+  uint32_t bits = uint32_t(h) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+// Q4_K / Q5_K: 8 six-bit scales and mins packed in 12 bytes (ggml's get_scale_min_k4).
+inline void kquant_scales(const uint8_t* q, uint8_t* sc, uint8_t* m) {
+  for (int j = 0; j < 4; ++j) {
+    sc[j] = q[j] & 63;
+    m[j] = q[j + 4] & 63;
+  }
+  for (int j = 4; j < 8; ++j) {
+    sc[j] = uint8_t((q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4));
+    m[j] = uint8_t((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
+  }
+}
+
+}  // namespace eyas::cpu::quant

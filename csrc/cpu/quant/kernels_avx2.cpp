@@ -1,0 +1,32 @@
+// AVX2 kernel table: the portable definition compiled for AVX2 (integer block dots vectorize;
+// float order is the source's, so the bits equal the scalar table's).
+#include "cpu/quant/kernels.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c,bmi2")
+namespace eyas::cpu::quant {
+namespace avx2_impl {
+#include "cpu/quant/dot_generic.h"
+}  // namespace avx2_impl
+}  // namespace eyas::cpu::quant
+#pragma GCC pop_options
+
+namespace eyas::cpu::quant {
+const Table* table_avx2() {
+  static const Table tb = [] {
+    Table t{};
+    t.isa = Isa::Avx2;
+    avx2_impl::fill_generic(t);
+    return t;
+  }();
+  return &tb;
+}
+}  // namespace eyas::cpu::quant
+#else
+namespace eyas::cpu::quant {
+const Table* table_avx2() { return nullptr; }
+}  // namespace eyas::cpu::quant
+#endif

@@ -1,0 +1,39 @@
+// AVX-512 (VNNI) kernel table: the portable definition compiled for AVX-512, with hand-written
+// VNNI block dots for the types on the default model's hot path (Q8_0, Q4_0, Q4_1).
+#include "cpu/quant/kernels.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+
+#pragma GCC push_options
+// GCC 12 flags the intrinsics' own `__Y = __Y` placeholders under a target pragma.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512vbmi,avx2,fma,f16c,bmi2")
+namespace eyas::cpu::quant {
+namespace avx512_impl {
+#include "cpu/quant/dot_generic.h"
+#include "cpu/quant/simd_avx512.h"
+}  // namespace avx512_impl
+}  // namespace eyas::cpu::quant
+#pragma GCC pop_options
+
+namespace eyas::cpu::quant {
+const Table* table_avx512() {
+  static const Table tb = [] {
+    using namespace avx512_impl;
+    Table t{};
+    t.isa = Isa::Avx512;
+    fill_generic(t);
+    t.cols[kQ8_0] = &cols_generic<dot_q8_0_v, 32>;
+    t.cols[kQ4_0] = &cols_generic<dot_q4_0_v, 32>;
+    t.cols[kQ4_1] = &cols_generic<dot_q4_1_v, 32>;
+    return t;
+  }();
+  return &tb;
+}
+}  // namespace eyas::cpu::quant
+#else
+namespace eyas::cpu::quant {
+const Table* table_avx512() { return nullptr; }
+}  // namespace eyas::cpu::quant
+#endif

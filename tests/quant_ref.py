@@ -1,0 +1,76 @@
+"""numpy reference for the quantized matmul and embedding kernels.
+
+Weights are raw GGUF bytes (uint8 [N, row_bytes]); gguf.quants dequantizes them (the oracle).
+Activations are quantized per block exactly as the kernels define it (amax / 127 in float32,
+round half to even), so the reference differs from the kernel only by float summation order.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from gguf import GGMLQuantizationType as QT
+from gguf import quants
+
+FLOAT_TYPES = ("F32", "F16", "BF16")
+LEGACY_TYPES = ("Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1")
+K_TYPES = ("Q4_K", "Q5_K", "Q6_K")
+ALL_TYPES = FLOAT_TYPES + LEGACY_TYPES + K_TYPES
+
+# (elements, bytes) per block, and byte offsets of the f16 scale fields inside one block.
+BLOCK = {"F32": (1, 4), "F16": (1, 2), "BF16": (1, 2), "Q8_0": (32, 34), "Q4_0": (32, 18), "Q4_1": (32, 20),
+         "Q5_0": (32, 22), "Q5_1": (32, 24), "Q4_K": (256, 144), "Q5_K": (256, 176), "Q6_K": (256, 210)}
+_SCALES = {"Q8_0": (0,), "Q4_0": (0,), "Q4_1": (0, 2), "Q5_0": (0,), "Q5_1": (0, 2), "Q4_K": (0, 2),
+           "Q5_K": (0, 2), "Q6_K": (208,)}
+
+
+def row_bytes(wtype: str, k: int) -> int:
+    elems, nbytes = BLOCK[wtype]
+    assert k % elems == 0
+    return k // elems * nbytes
+
+
+def random_weights(rng: np.random.Generator, wtype: str, n: int, k: int) -> np.ndarray:
+    """Random valid [n, k] weights of `wtype` as raw bytes uint8[n, row_bytes]."""
+    if wtype == "F32":
+        return rng.standard_normal((n, k), dtype=np.float32).view(np.uint8).reshape(n, -1)
+    if wtype == "F16":
+        return rng.standard_normal((n, k)).astype(np.float16).view(np.uint8).reshape(n, -1)
+    if wtype == "BF16":
+        bits = rng.standard_normal((n, k), dtype=np.float32).view(np.uint32) >> 16
+        return bits.astype(np.uint16).view(np.uint8).reshape(n, -1)
+    elems, nbytes = BLOCK[wtype]
+    blocks = rng.integers(0, 256, size=(n * (k // elems), nbytes), dtype=np.uint8)  # every byte pattern is valid
+    for off in _SCALES[wtype]:  # finite f16 scales of either sign
+        blocks[:, off:off + 2] = (rng.standard_normal((blocks.shape[0], 1)) * 0.02).astype(np.float16).view(np.uint8)
+    return blocks.reshape(n, -1)
+
+
+def dequantize(raw: np.ndarray, wtype: str, k: int) -> np.ndarray:
+    """uint8[n, row_bytes] -> float32[n, k] with gguf's numpy dequantizers."""
+    raw = np.ascontiguousarray(raw).reshape(-1, row_bytes(wtype, k))
+    if wtype == "F32":
+        return raw.view(np.float32).reshape(-1, k)
+    if wtype == "F16":
+        return raw.view(np.float16).astype(np.float32).reshape(-1, k)
+    if wtype == "BF16":
+        return (raw.view(np.uint16).astype(np.uint32) << 16).view(np.float32).reshape(-1, k)
+    return quants.dequantize(raw, QT[wtype]).reshape(-1, k).astype(np.float32)
+
+
+def quantize_activations(x: np.ndarray, block: int) -> np.ndarray:
+    """The kernels' activation quantization, dequantized: float64[T, K] = q * d per block."""
+    t, k = x.shape
+    xb = x.astype(np.float32).reshape(t, k // block, block)
+    d = (np.abs(xb).max(axis=-1, keepdims=True) / np.float32(127)).astype(np.float32)
+    with np.errstate(divide="ignore"):
+        inv = np.where(d != 0, np.float32(1) / d, np.float32(0)).astype(np.float32)
+    q = np.clip(np.rint(xb * inv), -127, 127)
+    return (q.astype(np.float64) * d.astype(np.float64)).reshape(t, k)
+
+
+def matmul_ref(x: np.ndarray, raw: np.ndarray, wtype: str, n: int, k: int) -> np.ndarray:
+    """y = x @ w.T in float64 from the dequantized weights and the kernels' activation rounding."""
+    w = dequantize(raw, wtype, k).astype(np.float64)
+    elems = BLOCK[wtype][0]
+    xa = x.astype(np.float64) if elems == 1 else quantize_activations(x, elems)
+    return (xa @ w.T).astype(np.float32)
