@@ -1,0 +1,5 @@
+"""`python -m eyas.train ...` == `eyas train-drafter ...`."""
+
+from eyas.train.cli import main
+
+main()

@@ -1,0 +1,262 @@
+"""`eyas train-drafter` subcommands: prompts, generate, train, eval (also `python -m eyas.train`)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+
+def _log(msg, path=None):
+    print(msg, flush=True)
+    if path:
+        with open(path, "a") as f:
+            f.write(msg + "\n")
+
+
+def _device(name):
+    import torch
+
+    if name == "auto":
+        name = "cuda" if torch.cuda.is_available() else "cpu"
+    return torch.device(name)
+
+
+def _load_target(gguf, device):
+    from .gguf_llama import GGUFLlama
+
+    t0 = time.time()
+    m = GGUFLlama.from_gguf(gguf).to(device).eval()
+    _log(f"[train] target loaded in {time.time() - t0:.1f}s: {m.cfg}")
+    return m
+
+
+def cmd_prompts(a):
+    from .prompts import build_prompt_sets
+
+    build_prompt_sets(a.out, n_chat=a.n_chat, n_code=a.n_code, n_eval=a.n_eval, seed=a.seed)
+
+
+def _tokenize_prompts(tok, rows, max_prompt):
+    out = []
+    for r in rows:
+        ids = tok.encode(tok.chat_prompt(r["prompt"]))
+        if len(ids) <= max_prompt:
+            out.append((ids, r))
+    return out
+
+
+def generate_responses(target, prompts, max_new, batch, temps, device, seed=0, desc="generate", fp32=False):
+    """prompts: list of id lists; temps: per-prompt temperature -> list of response id lists."""
+    import torch
+    from tqdm import tqdm
+
+    from .generate import generate_batch
+
+    order = sorted(range(len(prompts)), key=lambda i: len(prompts[i]))
+    res = [None] * len(prompts)
+    amp = device.type == "cuda" and not fp32
+    kv_dtype = torch.bfloat16 if amp else torch.float32
+    for s in tqdm(range(0, len(order), batch), desc=desc, mininterval=5):
+        rows = order[s:s + batch]
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=amp):
+            outs = generate_batch(target, [prompts[i] for i in rows], max_new, [temps[i] for i in rows], seed=seed + s, dtype=kv_dtype)
+        for i, o in zip(rows, outs):
+            res[i] = o
+    return res
+
+
+def cmd_generate(a):
+    import numpy as np
+
+    from .dataset import Sequences
+    from .prompts import read_jsonl
+    from .tokenize import GGUFTokenizer
+
+    dev = _device(a.device)
+    tok = GGUFTokenizer(a.gguf)
+    rows = read_jsonl(a.prompts)[: a.limit or None]
+    items = _tokenize_prompts(tok, rows, a.max_prompt)
+    rng = np.random.default_rng(a.seed)
+    temps = [0.0 if rng.random() < a.greedy_frac else a.temperature for _ in items]
+    target = _load_target(a.gguf, dev)
+    t0 = time.time()
+    resp = generate_responses(target, [i for i, _ in items], a.max_new, a.batch, temps, dev, a.seed)
+    data = Sequences.from_lists([i for i, _ in items], resp, temps, [1 if r["kind"] == "code" else 0 for _, r in items])
+    data.save(a.out)
+    n_resp = int(sum(len(r) for r in resp))
+    _log(f"[train] generated {len(resp)} responses, {n_resp} tokens ({n_resp / max(len(resp), 1):.0f}/resp) "
+         f"in {time.time() - t0:.0f}s -> {a.out}", a.log)
+
+
+def _new_drafter(target, used, intermediate):
+    import torch
+
+    from .drafter import DrafterConfig, Eagle3Drafter
+
+    c = target.cfg
+    cfg = DrafterConfig(vocab_size=c.vocab_size, draft_vocab_size=len(used), hidden_size=c.hidden_size,
+                        intermediate_size=intermediate or c.intermediate_size, num_heads=c.num_heads,
+                        num_kv_heads=c.num_kv_heads, head_dim=c.head_dim, target_hidden_size=c.hidden_size,
+                        rms_eps=c.rms_eps, rope_theta=c.rope_theta, aux_layers=list(c.aux_layers))
+    d = Eagle3Drafter(cfg, target.embed)
+    d.set_vocab(torch.as_tensor(used))
+    with torch.no_grad():
+        # Start the head from the target's (tied) output rows: the draft predicts the same tokens.
+        d.lm_head.weight.copy_(target.lm_head[d.draft_ids()])
+        d.norm.weight.copy_(target.w("output_norm.weight"))
+    return d
+
+
+def cmd_train(a):
+    import numpy as np
+    import torch
+
+    from .dataset import Sequences, choose_draft_vocab, coverage_table
+    from .export import save_drafter
+    from .trainer import TrainArgs, train
+
+    dev = _device(a.device)
+    log = os.path.join(a.out, "train_log.jsonl")
+    os.makedirs(a.out, exist_ok=True)
+    data = Sequences.concat(Sequences.load(p) for p in a.data)
+    target = _load_target(a.gguf, dev)
+    counts = data.assistant_counts(target.cfg.vocab_size)
+    used, cov = choose_draft_vocab(counts, a.draft_vocab)
+    _log(json.dumps({"sequences": len(data), "assistant_tokens": int(counts.sum()), "draft_vocab": a.draft_vocab,
+                     "coverage": round(cov, 5), "coverage_by_size": {k: round(v, 5) for k, v in coverage_table(counts).items()}}), log)
+    drafter = _new_drafter(target, used, a.intermediate).to(dev)
+    if a.init_from:
+        st = torch.load(os.path.join(a.init_from, "ckpt.pt"), map_location=dev, weights_only=False)
+        drafter.load_state_dict(st["drafter"])
+        _log(f"[train] initialised from {a.init_from}", log)
+    args = TrainArgs(steps_ttt=a.ttt_steps, lr=a.lr, epochs=a.epochs, max_minutes=a.max_minutes,
+                     tokens_per_batch=a.tokens_per_batch, max_len=a.max_len, hass=a.hass, hass_topk=a.hass_topk,
+                     hass_topk_weight=a.hass_topk_weight, ckpt_every=a.ckpt_every, seed=a.seed, log_every=a.log_every)
+    t0 = time.time()
+    steps = train(target, drafter, data, a.out, args, dev, log=lambda m: _log(m, log))
+    extra = {"method": "hass" if a.hass else "eagle3", "steps": steps, "train_minutes": round((time.time() - t0) / 60, 2),
+             "sequences": len(data), "assistant_tokens": int(counts.sum()), "draft_vocab_coverage": round(cov, 5)}
+    path = save_drafter(drafter, os.path.join(a.out, "export"), a.dtype, extra)
+    _log(f"[train] exported {path} ({os.path.getsize(path) / 2**20:.2f} MiB)", log)
+
+
+def cmd_eval(a):
+    import numpy as np
+    import torch
+
+    from .evaluate import evaluate_sequences
+    from .export import load_drafter
+    from .prompts import read_jsonl
+    from .tokenize import GGUFTokenizer
+
+    dev = _device(a.device)
+    target = _load_target(a.gguf, dev)
+    tok = GGUFTokenizer(a.gguf)
+    results = {}
+    for pfile in a.prompts:
+        name = os.path.splitext(os.path.basename(pfile))[0]
+        cache = os.path.join(a.cache_dir, name + f".greedy{a.max_new}.json") if a.cache_dir else None
+        if cache and os.path.exists(cache):
+            with open(cache) as f:
+                seqs = [tuple(x) for x in json.load(f)]
+        else:
+            items = _tokenize_prompts(tok, read_jsonl(pfile)[: a.limit or None], a.max_prompt)
+            prompts = [i for i, _ in items]
+            # Greedy reference continuation, in fp32 like the engine.
+            resp = generate_responses(target, prompts, a.max_new, a.batch, [0.0] * len(prompts), dev, desc=name, fp32=True)
+            seqs = [(p + r, len(p)) for p, r in zip(prompts, resp)]
+            if cache:
+                os.makedirs(a.cache_dir, exist_ok=True)
+                with open(cache, "w") as f:
+                    json.dump(seqs, f)
+        for ddir in a.drafter:
+            drafter = load_drafter(ddir, target.embed).to(dev)
+            t0 = time.time()
+            m = evaluate_sequences(target, drafter, seqs, a.top_k, a.depth, a.total_tokens)
+            m.update({"split": name, "drafter": ddir, "prompts": len(seqs), "seconds": round(time.time() - t0, 1)})
+            results.setdefault(name, []).append(m)
+            _log(json.dumps(m), a.log)
+    if a.json_out:
+        with open(a.json_out, "w") as f:
+            json.dump(results, f, indent=1)
+    return results
+
+
+def add_arguments(p: argparse.ArgumentParser):
+    sub = p.add_subparsers(dest="train_cmd", required=True)
+    s = sub.add_parser("prompts", help="build training prompts and held-out eval splits (offline sources)")
+    s.add_argument("--out", required=True)
+    s.add_argument("--n-chat", type=int, default=16000)
+    s.add_argument("--n-code", type=int, default=16000)
+    s.add_argument("--n-eval", type=int, default=80)
+    s.add_argument("--seed", type=int, default=0)
+    s.set_defaults(func=cmd_prompts)
+
+    s = sub.add_parser("generate", help="self-distillation: the target answers the prompts")
+    s.add_argument("--gguf", required=True)
+    s.add_argument("--prompts", required=True)
+    s.add_argument("--out", required=True, help="output .npz")
+    s.add_argument("--max-new", type=int, default=256)
+    s.add_argument("--max-prompt", type=int, default=384)
+    s.add_argument("--batch", type=int, default=512)
+    s.add_argument("--greedy-frac", type=float, default=0.5)
+    s.add_argument("--temperature", type=float, default=0.7)
+    s.add_argument("--limit", type=int, default=0)
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--device", default="auto")
+    s.add_argument("--log")
+    s.set_defaults(func=cmd_generate)
+
+    s = sub.add_parser("train", help="train an EAGLE-3 (or --hass) drafter and export it")
+    s.add_argument("--gguf", required=True)
+    s.add_argument("--data", required=True, nargs="+", help=".npz files from `generate`")
+    s.add_argument("--out", required=True, help="run dir: ckpt.pt (resume), train_log.jsonl, export/")
+    s.add_argument("--draft-vocab", type=int, default=8192)
+    s.add_argument("--intermediate", type=int, default=0, help="drafter FFN size (default: the target's)")
+    s.add_argument("--hass", action="store_true", help="HASS: top-K distillation + detached context-alignment passes")
+    s.add_argument("--hass-topk", type=int, default=10)
+    s.add_argument("--hass-topk-weight", type=float, default=1.0)
+    s.add_argument("--ttt-steps", type=int, default=7)
+    s.add_argument("--lr", type=float, default=3e-4)
+    s.add_argument("--epochs", type=float, default=1.0)
+    s.add_argument("--max-minutes", type=float, default=0.0)
+    s.add_argument("--tokens-per-batch", type=int, default=16384)
+    s.add_argument("--max-len", type=int, default=1024)
+    s.add_argument("--ckpt-every", type=int, default=200)
+    s.add_argument("--log-every", type=int, default=20)
+    s.add_argument("--init-from", help="run dir whose ckpt.pt initialises the drafter (e.g. HASS stage 2)")
+    s.add_argument("--dtype", default="float16", choices=["float16", "bfloat16", "float32"])
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--device", default="auto")
+    s.set_defaults(func=cmd_train)
+
+    s = sub.add_parser("eval", help="mean accepted length on prompt splits (exact greedy tree simulation)")
+    s.add_argument("--gguf", required=True)
+    s.add_argument("--drafter", required=True, nargs="+", help="exported drafter dirs")
+    s.add_argument("--prompts", required=True, nargs="+")
+    s.add_argument("--max-new", type=int, default=256)
+    s.add_argument("--max-prompt", type=int, default=384)
+    s.add_argument("--batch", type=int, default=128)
+    s.add_argument("--top-k", type=int, default=8)
+    s.add_argument("--depth", type=int, default=6)
+    s.add_argument("--total-tokens", type=int, default=48, help="tree nodes including the root")
+    s.add_argument("--limit", type=int, default=0)
+    s.add_argument("--cache-dir", help="cache the greedy reference sequences here")
+    s.add_argument("--json-out")
+    s.add_argument("--log")
+    s.add_argument("--device", default="auto")
+    s.set_defaults(func=cmd_eval)
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="eyas train-drafter", description=__doc__)
+    add_arguments(p)
+    a = p.parse_args(argv)
+    a.func(a)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
