@@ -35,10 +35,14 @@ static DType weight_type(const char* op, nb::handle h) {
   return t;
 }
 
-static std::vector<int64_t> weight_shape(const char* op, const std::vector<int64_t>& shape) {
+static std::vector<int64_t> weight_shape(const char* op, const std::vector<int64_t>& shape, DType t) {
   if (shape.size() != 2) fail(op, "w_shape must be (rows, cols)");
   for (int64_t d : shape)
     if (d < 1) fail(op, "w_shape dims must be positive");
+  const int be = type_traits(t).block_elems;
+  if (shape[1] % be != 0)
+    fail(op, "K=" + std::to_string(shape[1]) + " is not a multiple of the " + type_traits(t).name + " block size " +
+                 std::to_string(be));
   return shape;
 }
 
@@ -58,7 +62,8 @@ EYAS_BINDINGS(ops_matmul) {
         const char* op = "matmul";
         Tensor tx = bind::from_numpy(op, "x", x);
         if (tx.ndim() != 2) fail(op, "x must be 2-D [T, K], got " + tx.describe());
-        Tensor tw = bind::from_bytes(op, "w", w_bytes, weight_type(op, w_type), weight_shape(op, w_shape));
+        const DType wt = weight_type(op, w_type);
+        Tensor tw = bind::from_bytes(op, "w", w_bytes, wt, weight_shape(op, w_shape, wt));
         Tensor ty = out ? bind::from_numpy(op, "out", *out) : Tensor::empty(DType::F32, {tx.dim(0), tw.dim(0)});
         bind::encode(encoder, [&](Encoder& enc) { ops::matmul(enc, tx, tw, ty); });
         return bind::to_numpy(ty);
@@ -71,7 +76,8 @@ EYAS_BINDINGS(ops_matmul) {
       [](bind::Array w_bytes, nb::handle w_type, std::vector<int64_t> w_shape, bind::Array ids,
          std::optional<bind::Array> out, std::optional<Encoder*> encoder) {
         const char* op = "embedding";
-        Tensor tw = bind::from_bytes(op, "w", w_bytes, weight_type(op, w_type), weight_shape(op, w_shape));
+        const DType wt = weight_type(op, w_type);
+        Tensor tw = bind::from_bytes(op, "w", w_bytes, wt, weight_shape(op, w_shape, wt));
         Tensor ti = bind::from_numpy(op, "ids", ids);
         if (ti.ndim() != 1) fail(op, "ids must be 1-D, got " + ti.describe());
         Tensor ty = out ? bind::from_numpy(op, "out", *out) : Tensor::empty(DType::F32, {ti.dim(0), tw.dim(1)});
