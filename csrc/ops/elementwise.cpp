@@ -1,8 +1,65 @@
 #include "ops/elementwise.h"
 
+#include "cpu/elementwise.h"
+
 namespace eyas::ops {
-void add(Encoder&, const Tensor&, const Tensor&, const Tensor&) { fail("add", "not implemented"); }
-void silu_mul(Encoder&, const Tensor&, const Tensor&, const Tensor&) { fail("silu_mul", "not implemented"); }
-void sigmoid_mul(Encoder&, const Tensor&, const Tensor&, const Tensor&) { fail("sigmoid_mul", "not implemented"); }
-void scale(Encoder&, const Tensor&, float, const Tensor&) { fail("scale", "not implemented"); }
+
+static ElementwiseArgs same_shape(const char* op, const char* na, const Tensor& a, const char* nb, const Tensor& b,
+                                  const Tensor& y) {
+  check_dtype(op, na, a, DType::F32);
+  check_dtype(op, nb, b, DType::F32);
+  check_dtype(op, "y", y, DType::F32);
+  check_writable(op, "y", y);
+  if (a.ndim() < 1) fail(op, std::string(na) + " must have at least 1 dim");
+  if (b.shape != a.shape) fail(op, std::string(nb) + " " + b.describe() + " must match " + na + " " + a.describe());
+  if (y.shape != a.shape) fail(op, "y " + y.describe() + " must match " + na + " " + a.describe());
+  if (a.numel() >= (int64_t(1) << 31)) fail(op, std::string(na) + " is too large");
+  return ElementwiseArgs{int32_t(a.rows()), int32_t(a.dim(-1)), 0, 0.0f};
+}
+
+void add(Encoder& enc, const Tensor& a, const Tensor& b, const Tensor& y) {
+  const char* op = "add";
+  check_dtype(op, "a", a, DType::F32);
+  check_dtype(op, "b", b, DType::F32);
+  ElementwiseArgs args;
+  if (b.shape != a.shape && a.ndim() >= 2 && b.ndim() == 1 && b.dim(0) == a.dim(-1)) {
+    args = same_shape(op, "a", a, "a", a, y);  // checks y and a; b is one row
+    args.broadcast = 1;
+  } else {
+    if (b.shape != a.shape)
+      fail(op, "b " + b.describe() + " must match a " + a.describe() + " or be one row F32[" +
+                   std::to_string(a.ndim() ? a.dim(-1) : 0) + "]");
+    args = same_shape(op, "a", a, "b", b, y);
+  }
+  if (a.numel() == 0) return;
+  enc.dispatch(op, {&a, &b}, {&y}, [args, a, b, y](ThreadPool& pool) {
+    cpu::add(args, a.data<float>(), b.data<float>(), y.data<float>(), pool);
+  });
+}
+
+void silu_mul(Encoder& enc, const Tensor& gate, const Tensor& up, const Tensor& y) {
+  ElementwiseArgs args = same_shape("silu_mul", "gate", gate, "up", up, y);
+  if (gate.numel() == 0) return;
+  enc.dispatch("silu_mul", {&gate, &up}, {&y}, [args, gate, up, y](ThreadPool& pool) {
+    cpu::silu_mul(args, gate.data<float>(), up.data<float>(), y.data<float>(), pool);
+  });
+}
+
+void sigmoid_mul(Encoder& enc, const Tensor& x, const Tensor& g, const Tensor& y) {
+  ElementwiseArgs args = same_shape("sigmoid_mul", "x", x, "g", g, y);
+  if (x.numel() == 0) return;
+  enc.dispatch("sigmoid_mul", {&x, &g}, {&y}, [args, x, g, y](ThreadPool& pool) {
+    cpu::sigmoid_mul(args, x.data<float>(), g.data<float>(), y.data<float>(), pool);
+  });
+}
+
+void scale(Encoder& enc, const Tensor& x, float s, const Tensor& y) {
+  ElementwiseArgs args = same_shape("scale", "x", x, "x", x, y);
+  args.s = s;
+  if (x.numel() == 0) return;
+  enc.dispatch("scale", {&x}, {&y}, [args, x, y](ThreadPool& pool) {
+    cpu::scale(args, x.data<float>(), y.data<float>(), pool);
+  });
+}
+
 }  // namespace eyas::ops

@@ -1,7 +1,62 @@
 #include "ops/softmax.h"
 
+#include <cmath>
+
+#include "cpu/softmax.h"
+#include "cpu/topk.h"
+
 namespace eyas::ops {
-void softmax(Encoder&, const Tensor&, float, bool, const Tensor&) { fail("softmax", "not implemented"); }
-void argmax(Encoder&, const Tensor&, const Tensor&) { fail("argmax", "not implemented"); }
-void topk(Encoder&, const Tensor&, int, const Tensor&, const Tensor&) { fail("topk", "not implemented"); }
+
+static void check_rows(const char* op, const Tensor& x) {
+  check_dtype(op, "x", x, DType::F32);
+  check_ndim(op, "x", x, 2);
+  if (x.dim(1) < 1) fail(op, "x must have at least one column, got " + x.describe());
+  if (x.numel() >= (int64_t(1) << 31)) fail(op, "x is too large");
+}
+
+void softmax(Encoder& enc, const Tensor& x, float temperature, bool log, const Tensor& y) {
+  const char* op = "softmax";
+  check_rows(op, x);
+  check_dtype(op, "y", y, DType::F32);
+  check_writable(op, "y", y);
+  if (y.shape != x.shape) fail(op, "y " + y.describe() + " must match x " + x.describe());
+  if (!(temperature > 0.0f) || !std::isfinite(temperature))
+    fail(op, "temperature must be a finite positive number, got " + std::to_string(temperature));
+  if (x.dim(0) == 0) return;
+  SoftmaxArgs a{int32_t(x.dim(0)), int32_t(x.dim(1)), temperature, log ? 1 : 0};
+  enc.dispatch(op, {&x}, {&y}, [a, x, y](ThreadPool& pool) { cpu::softmax(a, x.data<float>(), y.data<float>(), pool); });
+}
+
+void argmax(Encoder& enc, const Tensor& x, const Tensor& idx) {
+  const char* op = "argmax";
+  check_rows(op, x);
+  check_dtype(op, "idx", idx, DType::I32);
+  check_ndim(op, "idx", idx, 1);
+  check_dim(op, "idx", idx, 0, x.dim(0));
+  check_writable(op, "idx", idx);
+  if (x.dim(0) == 0) return;
+  TopkArgs a{int32_t(x.dim(0)), int32_t(x.dim(1)), 1};
+  enc.dispatch(op, {&x}, {&idx}, [a, x, idx](ThreadPool& pool) {
+    cpu::argmax(a, x.data<float>(), idx.data<int32_t>(), pool);
+  });
+}
+
+void topk(Encoder& enc, const Tensor& x, int k, const Tensor& values, const Tensor& idx) {
+  const char* op = "topk";
+  check_rows(op, x);
+  if (k < 1 || k > x.dim(1)) fail(op, "k must be in [1, " + std::to_string(x.dim(1)) + "], got " + std::to_string(k));
+  check_dtype(op, "values", values, DType::F32);
+  check_dtype(op, "idx", idx, DType::I32);
+  const std::vector<int64_t> want{x.dim(0), int64_t(k)};
+  if (values.shape != want) fail(op, "values " + values.describe() + " must be [rows, k]");
+  if (idx.shape != want) fail(op, "idx " + idx.describe() + " must be [rows, k]");
+  check_writable(op, "values", values);
+  check_writable(op, "idx", idx);
+  if (x.dim(0) == 0) return;
+  TopkArgs a{int32_t(x.dim(0)), int32_t(x.dim(1)), k};
+  enc.dispatch(op, {&x}, {&values, &idx}, [a, x, values, idx](ThreadPool& pool) {
+    cpu::topk(a, x.data<float>(), values.data<float>(), idx.data<int32_t>(), pool);
+  });
+}
+
 }  // namespace eyas::ops

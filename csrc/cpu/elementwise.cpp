@@ -1,0 +1,90 @@
+// Elementwise kernels over a flat [rows * cols] range split in 16-element-aligned chunks; the
+// exp-based ones have an AVX-512 path that gives the scalar path's bits (cpu/softmax_exp.h).
+#include "cpu/elementwise.h"
+
+#include <algorithm>
+
+#include "cpu/softmax_exp.h"
+
+namespace eyas::cpu {
+namespace {
+
+// Runs fn(begin, end) over [0, n): on the caller alone for small n (a decode step's vectors).
+template <typename F>
+void for_range(int64_t n, ThreadPool& pool, F&& fn) {
+  if (n < 32768) {
+    fn(int64_t(0), n);
+    return;
+  }
+  pool.run([&](int tid, int nth) {
+    int64_t b, e;
+    ThreadPool::split(n, tid, nth, 16, &b, &e);
+    if (b < e) fn(b, e);
+  });
+}
+
+inline float silu_mul_1(float g, float u) { return g / (1.0f + exp_scalar(-g)) * u; }
+inline float sigmoid_mul_1(float x, float g) { return x / (1.0f + exp_scalar(-g)); }
+
+#if EYAS_X86
+// mode 0: silu(a) * b; mode 1: a * sigmoid(b). Same operations as the scalar helpers above.
+__attribute__((target("avx512f"))) void gated_avx512(int mode, const float* a, const float* b, float* y, int64_t n) {
+  const __m512 one = _mm512_set1_ps(1.0f), zero = _mm512_setzero_ps();
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = tail_mask(int(n - i < 16 ? n - i : 16));
+    const __m512 av = _mm512_maskz_loadu_ps(m, a + i), bv = _mm512_maskz_loadu_ps(m, b + i);
+    __m512 r;
+    if (mode == 0)
+      r = _mm512_mul_ps(_mm512_div_ps(av, _mm512_add_ps(one, exp_avx512(_mm512_sub_ps(zero, av)))), bv);
+    else
+      r = _mm512_div_ps(av, _mm512_add_ps(one, exp_avx512(_mm512_sub_ps(zero, bv))));
+    _mm512_mask_storeu_ps(y + i, m, r);
+  }
+}
+#endif
+
+void gated(int mode, const ElementwiseArgs& a, const float* x, const float* g, float* y, ThreadPool& pool) {
+  const bool simd = use_avx512();
+  for_range(int64_t(a.rows) * a.cols, pool, [&](int64_t b, int64_t e) {
+#if EYAS_X86
+    if (simd) return gated_avx512(mode, x + b, g + b, y + b, e - b);
+#endif
+    for (int64_t i = b; i < e; ++i) y[i] = mode == 0 ? silu_mul_1(x[i], g[i]) : sigmoid_mul_1(x[i], g[i]);
+  });
+}
+
+}  // namespace
+
+void add(const ElementwiseArgs& a, const float* x, const float* b, float* y, ThreadPool& pool) {
+  const int64_t cols = a.cols;
+  for_range(int64_t(a.rows) * cols, pool, [&](int64_t s, int64_t e) {
+    if (!a.broadcast) {
+      for (int64_t i = s; i < e; ++i) y[i] = x[i] + b[i];
+      return;
+    }
+    for (int64_t i = s; i < e;) {  // walk row segments so the inner loop vectorizes
+      const int64_t r = i / cols, c0 = i - r * cols, c1 = std::min<int64_t>(cols, c0 + (e - i));
+      const float* xr = x + r * cols;
+      float* yr = y + r * cols;
+      for (int64_t c = c0; c < c1; ++c) yr[c] = xr[c] + b[c];
+      i += c1 - c0;
+    }
+  });
+}
+
+void silu_mul(const ElementwiseArgs& a, const float* g, const float* u, float* y, ThreadPool& pool) {
+  gated(0, a, g, u, y, pool);
+}
+
+void sigmoid_mul(const ElementwiseArgs& a, const float* x, const float* g, float* y, ThreadPool& pool) {
+  gated(1, a, x, g, y, pool);
+}
+
+void scale(const ElementwiseArgs& a, const float* x, float* y, ThreadPool& pool) {
+  const float s = a.s;
+  for_range(int64_t(a.rows) * a.cols, pool, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) y[i] = x[i] * s;
+  });
+}
+
+}  // namespace eyas::cpu

@@ -1,0 +1,131 @@
+// Argmax and top-k. Both results are defined by a total order, not by the scan, so any path,
+// split or row count gives the same answer.
+#include "cpu/topk.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "cpu/softmax_exp.h"
+
+namespace eyas::cpu {
+namespace {
+
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+int32_t argmax_scalar(const float* x, int n) {
+  float best = kNegInf;
+  int32_t bi = -1;
+  for (int i = 0; i < n; ++i)
+    if (x[i] > best || (bi < 0 && x[i] == x[i])) best = x[i], bi = i;
+  return bi < 0 ? 0 : bi;
+}
+
+#if EYAS_X86
+__attribute__((target("avx512f"))) int32_t argmax_avx512(const float* x, int n) {
+  const __m512 ninf = _mm512_set1_ps(kNegInf);
+  __m512 mv = ninf;
+  for (int i = 0; i < n; i += 16) {  // NaN lanes keep the running max
+    const __m512 v = _mm512_mask_loadu_ps(ninf, tail_mask(n - i), x + i);
+    mv = _mm512_mask_max_ps(mv, _mm512_cmp_ps_mask(v, v, _CMP_ORD_Q), mv, v);
+  }
+  const __m512 m = _mm512_set1_ps(_mm512_reduce_max_ps(mv));
+  for (int i = 0; i < n; i += 16) {
+    const __mmask16 k = tail_mask(n - i);
+    const __mmask16 hit = _mm512_mask_cmp_ps_mask(k, _mm512_maskz_loadu_ps(k, x + i), m, _CMP_EQ_OQ);
+    if (hit) return i + __builtin_ctz(hit);
+  }
+  return 0;
+}
+#endif
+
+struct Entry {
+  float key;  // value with NaN mapped to -inf
+  int32_t idx;
+};
+// a ranks above b
+inline bool better(const Entry& a, const Entry& b) { return a.key > b.key || (a.key == b.key && a.idx < b.idx); }
+inline float key_of(float v) { return v != v ? kNegInf : v; }
+
+// Min-heap on rank (worst entry at the front) holding the best k seen so far.
+struct TopK {
+  std::vector<Entry> heap;
+  int k;
+  void offer(float v, int32_t i) {
+    const Entry e{key_of(v), i};
+    auto worse_first = [](const Entry& a, const Entry& b) { return better(a, b); };
+    if (int(heap.size()) < k) {
+      heap.push_back(e);
+      std::push_heap(heap.begin(), heap.end(), worse_first);
+    } else if (better(e, heap.front())) {
+      std::pop_heap(heap.begin(), heap.end(), worse_first);
+      heap.back() = e;
+      std::push_heap(heap.begin(), heap.end(), worse_first);
+    }
+  }
+};
+
+#if EYAS_X86
+// Skips 16 elements at a time unless one beats the current k-th key (ties lose: their index is larger).
+__attribute__((target("avx512f"))) int scan_avx512(const float* x, int n, int i0, TopK& t) {
+  for (; i0 < n; i0 += 16) {
+    const __mmask16 m = tail_mask(n - i0);
+    const __mmask16 hit =
+        _mm512_mask_cmp_ps_mask(m, _mm512_maskz_loadu_ps(m, x + i0), _mm512_set1_ps(t.heap.front().key), _CMP_GT_OQ);
+    if (hit)
+      for (int l = 0; l < 16 && i0 + l < n; ++l) t.offer(x[i0 + l], i0 + l);
+  }
+  return n;
+}
+#endif
+
+void topk_row(const float* x, int n, int k, bool simd, float* values, int32_t* idx) {
+  TopK t{{}, k};
+  t.heap.reserve(k);
+  int i = 0;
+  for (; i < n && int(t.heap.size()) < k; ++i) t.offer(x[i], i);
+#if EYAS_X86
+  if (simd) i = scan_avx512(x, n, i, t);
+#endif
+  for (; i < n; ++i)
+    if (key_of(x[i]) > t.heap.front().key) t.offer(x[i], i);
+  std::sort(t.heap.begin(), t.heap.end(), better);
+  for (int j = 0; j < k; ++j) values[j] = x[t.heap[j].idx], idx[j] = t.heap[j].idx;
+}
+
+template <typename F>
+void for_rows(int64_t rows, ThreadPool& pool, F&& fn) {
+  if (rows == 1) return fn(int64_t(0), int64_t(1));
+  pool.run([&](int tid, int nth) {
+    int64_t r0, r1;
+    ThreadPool::split(rows, tid, nth, 1, &r0, &r1);
+    if (r0 < r1) fn(r0, r1);
+  });
+}
+
+}  // namespace
+
+void argmax(const TopkArgs& a, const float* x, int32_t* idx, ThreadPool& pool) {
+  const bool simd = use_avx512();
+  for_rows(a.rows, pool, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+#if EYAS_X86
+      if (simd) {
+        idx[r] = argmax_avx512(x + r * a.cols, a.cols);
+        continue;
+      }
+#endif
+      idx[r] = argmax_scalar(x + r * a.cols, a.cols);
+    }
+  });
+}
+
+void topk(const TopkArgs& a, const float* x, float* values, int32_t* idx, ThreadPool& pool) {
+  const bool simd = use_avx512();
+  for_rows(a.rows, pool, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) topk_row(x + r * a.cols, a.cols, a.k, simd, values + r * a.k, idx + r * a.k);
+  });
+}
+
+}  // namespace eyas::cpu
