@@ -1,0 +1,155 @@
+// _core.spec.Eagle3Drafter: the EAGLE-3 drafter with its own KV cache (csrc/spec/drafter.h).
+#include <nanobind/stl/shared_ptr.h>
+
+#include "bindings/registry.h"
+#include "bindings/spec_util.h"
+#include "spec/drafter.h"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+using namespace eyas;
+using spec::Eagle3Drafter;
+
+namespace {
+
+const char* kOp = "Eagle3Drafter";
+
+template <typename T>
+T get(nb::dict d, const char* key) {
+  if (!d.contains(key)) fail(kOp, std::string("spec: missing key '") + key + "'");
+  T out;
+  if (!nb::try_cast<T>(d[key], out)) fail(kOp, std::string("spec: '") + key + "' has the wrong type");
+  return out;
+}
+
+spec::DrafterSpec parse_spec(nb::dict d) {
+  spec::DrafterSpec s;
+  s.hidden_size = get<int>(d, "hidden_size");
+  s.target_hidden_size = get<int>(d, "target_hidden_size");
+  s.num_aux = get<int>(d, "num_aux");
+  s.num_heads = get<int>(d, "num_heads");
+  s.num_kv_heads = get<int>(d, "num_kv_heads");
+  s.head_dim = get<int>(d, "head_dim");
+  s.intermediate_size = get<int>(d, "intermediate_size");
+  s.vocab_size = get<int>(d, "vocab_size");
+  s.draft_vocab_size = get<int>(d, "draft_vocab_size");
+  s.rot_dim = get<int>(d, "rot_dim");
+  s.rms_eps = get<float>(d, "rms_eps");
+  s.norm_before_residual = get<bool>(d, "norm_before_residual");
+  s.norm_output = get<bool>(d, "norm_output");
+  nb::object freq = nb::module_::import_("numpy").attr("ascontiguousarray")(d["rope_inv_freq"], "float32");
+  bind::Array fa;
+  if (!nb::try_cast<bind::Array>(freq, fa) || fa.ndim() != 1) fail(kOp, "spec: rope_inv_freq must be a 1-D float array");
+  const float* fp = static_cast<const float*>(fa.data());
+  s.rope_inv_freq.assign(fp, fp + fa.shape(0));
+  return s;
+}
+
+// (array, dtype_id, shape) -> zero-copy Tensor; F16/BF16 arrive as raw uint8 bytes.
+Tensor parse_weight(const std::string& name, nb::handle v) {
+  nb::tuple tup;
+  if (!nb::try_cast<nb::tuple>(v, tup) || tup.size() != 3)
+    fail(kOp, "weight '" + name + "' must be a tuple (array, dtype_id, shape)");
+  bind::Array arr;
+  int32_t dtype_id;
+  std::vector<int64_t> shape;
+  if (!nb::try_cast<bind::Array>(tup[0], arr)) fail(kOp, "weight '" + name + "': not a C-contiguous numpy array");
+  if (!nb::try_cast<int32_t>(tup[1], dtype_id) || !nb::try_cast<std::vector<int64_t>>(tup[2], shape))
+    fail(kOp, "weight '" + name + "': dtype_id must be an int and shape a sequence of ints");
+  DType dt;
+  try {
+    dt = dtype_from_int(dtype_id);
+  } catch (const std::invalid_argument&) {
+    fail(kOp, "weight '" + name + "': unknown dtype id " + std::to_string(dtype_id));
+  }
+  for (int64_t x : shape)
+    if (x <= 0) fail(kOp, "weight '" + name + "': shape entries must be positive");
+  std::string what = "weight '" + name + "'";
+  if (arr.dtype() == nb::dtype<uint8_t>() && dt != DType::U8) {
+    if (shape.back() % type_traits(dt).block_elems) fail(kOp, what + ": row length is not a whole number of blocks");
+    return bind::from_bytes(kOp, what.c_str(), arr, dt, shape);
+  }
+  Tensor t = bind::from_numpy(kOp, what.c_str(), arr);
+  if (t.dtype != dt) fail(kOp, what + ": array dtype does not match dtype id " + std::to_string(dtype_id));
+  int64_t numel = 1;
+  for (int64_t x : shape) numel *= x;
+  if (numel != t.numel()) fail(kOp, what + ": array size does not match its shape");
+  t.shape = shape;
+  return t;
+}
+
+nb::dict tree_dict(const spec::DraftTree& t) {
+  nb::dict d;
+  const size_t n = size_t(t.size());
+  d["tokens"] = bind::vec_to_numpy(t.tokens);
+  d["parents"] = bind::vec_to_numpy(t.parents);
+  d["depths"] = bind::vec_to_numpy(t.depths);
+  d["scores"] = bind::vec_to_numpy(t.scores);
+  d["mask"] = bind::vec_to_numpy(t.mask, {n, n});
+  return d;
+}
+
+}  // namespace
+
+EYAS_BINDINGS(spec_drafter) {
+  nb::module_ s = m.def_submodule("spec", "Speculative decoding: drafter, tree expansion, accept.");
+  nb::class_<Eagle3Drafter>(s, "Eagle3Drafter",
+                            "EAGLE-3 drafter: fc over target aux features, one layer, draft-vocab head, own KV cache.")
+      .def(
+          "__init__",
+          [](Eagle3Drafter* self, nb::dict spec, nb::dict weights, std::optional<bind::Array> d2t, int max_context) {
+            std::map<std::string, Tensor> w;
+            for (auto [k, v] : weights) {
+              std::string name = nb::cast<std::string>(k);
+              w[name] = parse_weight(name, v);
+            }
+            std::vector<int32_t> map;
+            if (d2t) {
+              Tensor t = bind::typed(kOp, "d2t", *d2t, DType::I32, 1);
+              map.assign(t.data<int32_t>(), t.data<int32_t>() + t.dim(0));
+            }
+            new (self) Eagle3Drafter(parse_spec(spec), std::move(w), std::move(map), max_context, bind::default_device());
+          },
+          "spec"_a, "weights"_a, "d2t"_a = nb::none(), nb::kw_only(), "max_context"_a = 4096)
+      .def(
+          "ingest",
+          [](Eagle3Drafter& d, bind::Array aux, bind::Array tokens) {
+            Tensor a = bind::from_numpy(kOp, "aux", aux), t = bind::from_numpy(kOp, "tokens", tokens);
+            nb::gil_scoped_release release;
+            d.ingest(a, t);
+          },
+          "aux"_a, "tokens"_a,
+          "Run and commit T pairs: aux F32[T, num_aux*Ht] (target features of positions length..), tokens I32[T] "
+          "(the token after each position).")
+      .def(
+          "expand",
+          [](Eagle3Drafter& d, int32_t top_k, int32_t depth, int32_t total_tokens) {
+            spec::DraftTree t;
+            {
+              nb::gil_scoped_release release;
+              t = d.expand(spec::TreePolicy{top_k, depth, total_tokens});
+            }
+            return tree_dict(t);
+          },
+          "top_k"_a, "depth"_a, "total_tokens"_a,
+          "Draft tree rooted at the last ingested token: dict(tokens, parents, depths, scores, mask).")
+      .def(
+          "propose",
+          [](Eagle3Drafter& d, bind::Array aux, bind::Array tokens, int32_t top_k, int32_t depth, int32_t total_tokens) {
+            Tensor a = bind::from_numpy(kOp, "aux", aux), t = bind::from_numpy(kOp, "tokens", tokens);
+            spec::DraftTree tree;
+            {
+              nb::gil_scoped_release release;
+              d.ingest(a, t);
+              tree = d.expand(spec::TreePolicy{top_k, depth, total_tokens});
+            }
+            return tree_dict(tree);
+          },
+          "aux"_a, "tokens"_a, "top_k"_a, "depth"_a, "total_tokens"_a, "ingest(aux, tokens) then expand(...).")
+      .def("truncate", &Eagle3Drafter::truncate, "n"_a)
+      .def("reset", &Eagle3Drafter::reset)
+      .def_prop_ro("length", &Eagle3Drafter::length)
+      .def_prop_ro("capacity", &Eagle3Drafter::capacity)
+      .def_prop_ro("last_hidden", [](Eagle3Drafter& d) { return bind::vec_to_numpy(d.last_hidden()); })
+      .def_prop_ro("last_logits", [](Eagle3Drafter& d) { return bind::vec_to_numpy(d.last_logits()); });
+}

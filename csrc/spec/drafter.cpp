@@ -1,0 +1,232 @@
+#include "spec/drafter.h"
+
+#include <cmath>
+#include <cstring>
+#include <string>
+
+#include "ops/attention.h"
+#include "ops/elementwise.h"
+#include "ops/embedding.h"
+#include "ops/kv.h"
+#include "ops/matmul.h"
+#include "ops/model_misc.h"
+#include "ops/norm.h"
+#include "ops/rope.h"
+
+namespace eyas::spec {
+
+namespace {
+
+const char* kOp = "Eagle3Drafter";
+constexpr int kChunk = 128;     // rows per ingest forward
+constexpr int kTreeSlots = 4096;  // scratch KV slots after the committed prefix (>= depth * top_k)
+
+// First `rows` rows of a contiguous tensor, reshaped to `shape` (rows folded into shape[0]).
+Tensor rows_view(const Tensor& t, int64_t row0, std::vector<int64_t> shape) {
+  Tensor v = t;
+  const int64_t per_row = t.numel() / t.dim(0);
+  v.offset = t.offset + size_t(row0 * per_row) * type_traits(t.dtype).block_bytes / type_traits(t.dtype).block_elems;
+  v.shape = std::move(shape);
+  return v;
+}
+
+Tensor take(std::map<std::string, Tensor>& w, const std::string& name, std::vector<int64_t> shape, bool optional = false) {
+  auto it = w.find(name);
+  if (it == w.end()) {
+    if (optional) return Tensor{};
+    fail(kOp, "weight '" + name + "' is missing");
+  }
+  Tensor t = it->second;
+  if (t.shape != shape) {
+    Tensor want;
+    want.dtype = t.dtype;
+    want.shape = shape;
+    fail(kOp, "weight '" + name + "' is " + t.describe() + ", expected " + want.describe());
+  }
+  return t;
+}
+
+}  // namespace
+
+Eagle3Drafter::Eagle3Drafter(DrafterSpec s, std::map<std::string, Tensor> w, std::vector<int32_t> d2t,
+                             int max_context, std::shared_ptr<Device> device)
+    : spec_(std::move(s)), device_(std::move(device)), d2t_(std::move(d2t)), max_context_(max_context) {
+  const int H = spec_.hidden_size, Ht = spec_.target_hidden_size, I = spec_.intermediate_size;
+  const int Q = spec_.num_heads * spec_.head_dim, KV = spec_.num_kv_heads * spec_.head_dim;
+  for (int v : {H, Ht, I, spec_.num_heads, spec_.num_kv_heads, spec_.head_dim, spec_.vocab_size,
+                spec_.draft_vocab_size, spec_.num_aux})
+    if (v <= 0) fail(kOp, "spec: sizes must be positive");
+  if (spec_.num_heads % spec_.num_kv_heads) fail(kOp, "spec: num_heads must be a multiple of num_kv_heads");
+  if (spec_.rot_dim <= 0 || spec_.rot_dim > spec_.head_dim || spec_.rot_dim % 2)
+    fail(kOp, "spec: rot_dim must be even and in (0, head_dim]");
+  if (int(spec_.rope_inv_freq.size()) != spec_.rot_dim / 2) fail(kOp, "spec: rope_inv_freq must have rot_dim/2 entries");
+  if (max_context < 1 || max_context > (1 << 24)) fail(kOp, "max_context must be in [1, 2^24]");
+  if (!d2t_.empty() && int(d2t_.size()) != spec_.draft_vocab_size)
+    fail(kOp, "d2t has " + std::to_string(d2t_.size()) + " entries, draft vocab is " + std::to_string(spec_.draft_vocab_size));
+  for (int32_t id : d2t_)
+    if (id < 0 || id >= spec_.vocab_size) fail(kOp, "d2t maps a draft token outside the target vocabulary");
+  if (d2t_.empty() && spec_.draft_vocab_size != spec_.vocab_size)
+    fail(kOp, "a draft vocabulary smaller than the target's needs d2t");
+  fc_ = take(w, "fc", {H, int64_t(spec_.num_aux) * Ht});
+  fc_bias_ = take(w, "fc.bias", {H}, true);
+  hidden_norm_ = take(w, "hidden_norm", {H});
+  input_norm_ = take(w, "input_norm", {H});
+  wq_ = take(w, "attn_q", {Q, 2 * H});
+  wk_ = take(w, "attn_k", {KV, 2 * H});
+  wv_ = take(w, "attn_v", {KV, 2 * H});
+  wo_ = take(w, "attn_output", {H, Q});
+  post_norm_ = take(w, "post_norm", {H});
+  w_gate_ = take(w, "ffn_gate", {I, H});
+  w_up_ = take(w, "ffn_up", {I, H});
+  w_down_ = take(w, "ffn_down", {H, I});
+  out_norm_ = take(w, "output_norm", {H});
+  lm_head_ = take(w, "output", {spec_.draft_vocab_size, H});
+  embd_ = take(w, "token_embd", {spec_.vocab_size, H});
+  for (const Tensor* t : {&hidden_norm_, &input_norm_, &post_norm_, &out_norm_})
+    check_dtype(kOp, "norm weight", *t, DType::F32);
+  if (fc_bias_.defined()) check_dtype(kOp, "fc.bias", fc_bias_, DType::F32);
+  for (const Tensor* t : {&fc_, &wq_, &wk_, &wv_, &wo_, &w_gate_, &w_up_, &w_down_, &lm_head_, &embd_})
+    if (!ops::matmul_supports(t->dtype)) fail(kOp, "weight type " + t->describe() + " is not supported");
+  inv_freq_ = Tensor::empty(DType::F32, {int64_t(spec_.rope_inv_freq.size())});
+  std::memcpy(inv_freq_.data<float>(), spec_.rope_inv_freq.data(), spec_.rope_inv_freq.size() * sizeof(float));
+  cache_slots_ = max_context_ + kTreeSlots;
+  k_cache_ = Tensor::empty(DType::F32, {spec_.num_kv_heads, cache_slots_, spec_.head_dim});
+  v_cache_ = Tensor::empty(DType::F32, {spec_.num_kv_heads, cache_slots_, spec_.head_dim});
+}
+
+void Eagle3Drafter::ensure_scratch(int rows) {
+  if (rows <= s_.rows) return;
+  const int64_t R = rows, H = spec_.hidden_size, I = spec_.intermediate_size;
+  const int64_t Q = spec_.num_heads * spec_.head_dim, KV = spec_.num_kv_heads * spec_.head_dim;
+  auto f = [&](int64_t n) { return Tensor::empty(DType::F32, {R, n}); };
+  s_.ids = Tensor::empty(DType::I32, {R});
+  s_.pos = Tensor::empty(DType::I32, {R});
+  s_.g = f(H), s_.e = f(H), s_.en = f(H), s_.gn = f(H), s_.u = f(2 * H);
+  s_.q = f(Q), s_.k = f(KV), s_.v = f(KV), s_.o = f(Q), s_.attn = f(H), s_.h1 = f(H), s_.n = f(H);
+  s_.gate = f(I), s_.up = f(I), s_.down = f(H), s_.h2 = f(H), s_.hn = f(H), s_.logits = f(spec_.draft_vocab_size);
+  s_.rows = rows;
+}
+
+void Eagle3Drafter::encode_forward(Encoder& enc, int T, const Tensor* aux, int prefix, int slot0, const Tensor& mask,
+                                   int logit_row0) {
+  const int64_t H = spec_.hidden_size, I = spec_.intermediate_size, hd = spec_.head_dim;
+  const int64_t nh = spec_.num_heads, nkv = spec_.num_kv_heads;
+  auto r = [&](const Tensor& t, int64_t n) { return rows_view(t, 0, {T, n}); };
+  Tensor ids = rows_view(s_.ids, 0, {T}), pos = rows_view(s_.pos, 0, {T});
+  Tensor g = r(s_.g, H), e = r(s_.e, H), en = r(s_.en, H), gn = r(s_.gn, H), u = r(s_.u, 2 * H);
+  Tensor q = r(s_.q, nh * hd), k = r(s_.k, nkv * hd), v = r(s_.v, nkv * hd), o = r(s_.o, nh * hd);
+  Tensor attn = r(s_.attn, H), h1 = r(s_.h1, H), n = r(s_.n, H), gate = r(s_.gate, I), up = r(s_.up, I);
+  Tensor down = r(s_.down, H), h2 = r(s_.h2, H);
+  ops::embedding(enc, embd_, ids, e);
+  if (aux) {  // fresh target features go through fc; the drafter's own outputs are already H wide (§9.5)
+    ops::matmul(enc, *aux, fc_, g);
+    if (fc_bias_.defined()) ops::add(enc, g, fc_bias_, g);
+  }
+  ops::rms_norm(enc, e, input_norm_, en, spec_.rms_eps);
+  ops::rms_norm(enc, g, hidden_norm_, gn, spec_.rms_eps);
+  ops::copy_cols(enc, en, 0, u, 0, int(H));  // embedding first, feature second (§3.3)
+  ops::copy_cols(enc, gn, 0, u, int(H), int(H));
+  ops::matmul(enc, u, wq_, q);
+  ops::matmul(enc, u, wk_, k);
+  ops::matmul(enc, u, wv_, v);
+  Tensor q3 = rows_view(q, 0, {T, nh, hd}), k3 = rows_view(k, 0, {T, nkv, hd}), v3 = rows_view(v, 0, {T, nkv, hd});
+  Tensor o3 = rows_view(o, 0, {T, nh, hd});
+  ops::rope(enc, q3, pos, inv_freq_, spec_.rot_dim, ops::RopeStyle::NeoX, q3);
+  ops::rope(enc, k3, pos, inv_freq_, spec_.rot_dim, ops::RopeStyle::NeoX, k3);
+  ops::kv_write(enc, k3, k_cache_, slot0);
+  ops::kv_write(enc, v3, v_cache_, slot0);
+  ops::attention(enc, q3, k_cache_, v_cache_, prefix, mask, 1.0f / std::sqrt(float(hd)), o3);
+  ops::matmul(enc, o, wo_, attn);
+  ops::add(enc, spec_.norm_before_residual ? gn : g, attn, h1);
+  ops::rms_norm(enc, h1, post_norm_, n, spec_.rms_eps);
+  ops::matmul(enc, n, w_gate_, gate);
+  ops::matmul(enc, n, w_up_, up);
+  ops::silu_mul(enc, gate, up, gate);
+  ops::matmul(enc, gate, w_down_, down);
+  ops::add(enc, h1, down, h2);  // pre-norm output: fed back as the next depth's feature (§3.7)
+  const int L = T - logit_row0;
+  if (L <= 0) return;
+  Tensor h2l = rows_view(s_.h2, logit_row0, {L, H}), hnl = rows_view(s_.hn, 0, {L, H});
+  Tensor logits = rows_view(s_.logits, 0, {L, spec_.draft_vocab_size});
+  if (spec_.norm_output) {
+    ops::rms_norm(enc, h2l, out_norm_, hnl, spec_.rms_eps);
+    ops::matmul(enc, hnl, lm_head_, logits);
+  } else {
+    ops::matmul(enc, h2l, lm_head_, logits);
+  }
+}
+
+void Eagle3Drafter::ingest(const Tensor& aux, const Tensor& tokens) {
+  check_dtype(kOp, "aux", aux, DType::F32);
+  check_ndim(kOp, "aux", aux, 2);
+  check_dim(kOp, "aux", aux, 1, int64_t(spec_.num_aux) * spec_.target_hidden_size);
+  check_dtype(kOp, "tokens", tokens, DType::I32);
+  check_ndim(kOp, "tokens", tokens, 1);
+  check_dim(kOp, "tokens", tokens, 0, aux.dim(0));
+  const int T = int(aux.dim(0));
+  if (T < 1) fail(kOp, "ingest needs at least one (feature, token) pair");
+  if (int64_t(length_) + T > max_context_)
+    fail(kOp, "ingest of " + std::to_string(T) + " pairs at length " + std::to_string(length_) +
+                  " exceeds max_context " + std::to_string(max_context_));
+  const int32_t* tk = tokens.data<int32_t>();
+  for (int i = 0; i < T; ++i)
+    if (tk[i] < 0 || tk[i] >= spec_.vocab_size) fail(kOp, "token id " + std::to_string(tk[i]) + " outside the vocabulary");
+  ensure_scratch(std::min(T, kChunk));
+  for (int c0 = 0; c0 < T; c0 += kChunk) {
+    const int C = std::min(kChunk, T - c0);
+    const bool last = c0 + C == T;
+    std::memcpy(s_.ids.data<int32_t>(), tk + c0, size_t(C) * sizeof(int32_t));
+    for (int i = 0; i < C; ++i) s_.pos.data<int32_t>()[i] = length_ + i;  // pair position = feature position (§3.1)
+    Tensor a = rows_view(aux, c0, {C, aux.dim(1)});
+    Encoder enc(*device_);
+    encode_forward(enc, C, &a, length_, length_, Tensor{}, last ? C - 1 : C);
+    enc.commit();
+    length_ += C;
+  }
+  const int64_t H = spec_.hidden_size;
+  const int last_row = (T - 1) % kChunk;
+  root_h_.assign(s_.h2.data<float>() + last_row * H, s_.h2.data<float>() + (last_row + 1) * H);
+  root_logits_.assign(s_.logits.data<float>(), s_.logits.data<float>() + spec_.draft_vocab_size);
+  root_token_ = tk[T - 1];
+}
+
+DraftTree Eagle3Drafter::expand(const TreePolicy& policy) {
+  if (root_token_ < 0) fail(kOp, "expand needs a preceding ingest");
+  TreeBuilder b(policy, d2t_, spec_.draft_vocab_size);
+  if (int64_t(policy.top_k) * (policy.depth - 1) > kTreeSlots)
+    fail(kOp, "top_k * (depth - 1) exceeds the drafter's " + std::to_string(kTreeSlots) + " tree slots");
+  b.start(root_token_, root_logits_.data());
+  const int64_t H = spec_.hidden_size;
+  ensure_scratch(policy.top_k);
+  const int F0 = int(b.frontier_tokens().size());
+  for (int j = 0; j < F0; ++j) std::memcpy(s_.g.data<float>() + j * H, root_h_.data(), size_t(H) * sizeof(float));
+  std::vector<float> next_g;
+  while (b.wants_level()) {
+    const int F = int(b.frontier_tokens().size());
+    const int S = b.slots_run() + F;
+    std::memcpy(s_.ids.data<int32_t>(), b.frontier_tokens().data(), size_t(F) * sizeof(int32_t));
+    for (int j = 0; j < F; ++j) s_.pos.data<int32_t>()[j] = length_ + b.level() - 1;  // depth d -> position n + d - 1
+    std::vector<uint8_t> m = b.frontier_mask();
+    Tensor mask = Tensor::empty(DType::U8, {F, S});
+    std::memcpy(mask.data<uint8_t>(), m.data(), m.size());
+    Encoder enc(*device_);
+    encode_forward(enc, F, nullptr, length_, length_ + b.slots_run(), mask, 0);
+    enc.commit();
+    b.extend(s_.logits.data<float>());
+    // Next frontier's features: its parents' pre-norm outputs from this batch.
+    const auto& rows = b.frontier_parent_rows();
+    next_g.resize(rows.size() * size_t(H));
+    for (size_t j = 0; j < rows.size(); ++j)
+      std::memcpy(&next_g[j * size_t(H)], s_.h2.data<float>() + rows[j] * H, size_t(H) * sizeof(float));
+    std::memcpy(s_.g.data<float>(), next_g.data(), next_g.size() * sizeof(float));
+  }
+  return b.finish();
+}
+
+void Eagle3Drafter::truncate(int n) {
+  if (n < 0 || n > length_) fail(kOp, "truncate(" + std::to_string(n) + ") outside [0, " + std::to_string(length_) + "]");
+  length_ = n;
+  root_token_ = -1;  // the root's state belongs to the dropped suffix
+}
+
+}  // namespace eyas::spec

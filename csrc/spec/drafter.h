@@ -1,0 +1,70 @@
+// EAGLE-3 drafter (reference eagle3.md §3): fc over the target's aux features, one Llama-style
+// layer over concat(input_norm(embed), hidden_norm(g)), a draft-vocab head mapped through d2t.
+// It owns a KV cache: committed pairs [0, length) plus scratch tree slots after them.
+#pragma once
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/device.h"
+#include "core/encoder.h"
+#include "spec/tree.h"
+
+namespace eyas::spec {
+
+struct DrafterSpec {
+  int hidden_size = 0, target_hidden_size = 0, num_aux = 3;
+  int num_heads = 0, num_kv_heads = 0, head_dim = 0, intermediate_size = 0;
+  int vocab_size = 0, draft_vocab_size = 0, rot_dim = 0;
+  float rms_eps = 1e-6f;
+  bool norm_before_residual = false;  // residual = hidden_norm(g) instead of g
+  bool norm_output = true;            // apply the final norm before lm_head
+  std::vector<float> rope_inv_freq;   // [rot_dim / 2]
+};
+
+class Eagle3Drafter {
+ public:
+  // weights: fc, fc.bias (optional), hidden_norm, input_norm, attn_{q,k,v,output}, post_norm,
+  // ffn_{gate,up,down}, output_norm, output, token_embd. d2t: [Vd] absolute target ids (empty = identity).
+  Eagle3Drafter(DrafterSpec spec, std::map<std::string, Tensor> weights, std::vector<int32_t> d2t,
+                int max_context, std::shared_ptr<Device> device);
+
+  // aux: F32[T, num_aux * Ht] target features of positions length..length+T-1; tokens: I32[T] the
+  // token after each of them. Runs and commits the T pairs; the last row seeds the next expand().
+  void ingest(const Tensor& aux, const Tensor& tokens);
+  // Tree rooted at the last ingested token. Tree K/V goes to scratch slots after `length`.
+  DraftTree expand(const TreePolicy& policy);
+
+  void truncate(int n);
+  void reset() { truncate(0); }
+  int length() const { return length_; }
+  int capacity() const { return max_context_; }
+  const DrafterSpec& spec() const { return spec_; }
+  // Pre-norm output [H] and draft logits [Vd] of the last ingested row (for tests).
+  const std::vector<float>& last_hidden() const { return root_h_; }
+  const std::vector<float>& last_logits() const { return root_logits_; }
+
+ private:
+  struct Scratch {
+    int rows = 0;
+    Tensor ids, pos, g, e, en, gn, u, q, k, v, o, attn, h1, n, gate, up, down, h2, hn, logits;
+  };
+  void ensure_scratch(int rows);
+  // Encodes one forward over T rows; logits for rows [logit_row0, T).
+  void encode_forward(Encoder& enc, int T, const Tensor* aux, int prefix, int slot0, const Tensor& mask,
+                      int logit_row0);
+
+  DrafterSpec spec_;
+  std::shared_ptr<Device> device_;
+  std::vector<int32_t> d2t_;
+  int max_context_, cache_slots_;
+  int length_ = 0;
+  int32_t root_token_ = -1;
+  Tensor fc_, fc_bias_, hidden_norm_, input_norm_, wq_, wk_, wv_, wo_, post_norm_, w_gate_, w_up_, w_down_;
+  Tensor out_norm_, lm_head_, embd_, inv_freq_, k_cache_, v_cache_;
+  Scratch s_;
+  std::vector<float> root_h_, root_logits_;
+};
+
+}  // namespace eyas::spec
