@@ -10,6 +10,11 @@ from eyas.models.common import base_spec, fail, hf_int, hf_rope, rope_inv_freq
 
 
 def from_hf(config: dict, arch: str, **flags: Any) -> dict:
+    act = config.get("hidden_act", config.get("hidden_activation", "silu"))
+    if act != "silu":
+        fail(f"config.json: hidden_act {act!r} is not supported (only 'silu')")
+    if config.get("mlp_bias"):
+        fail("config.json: mlp_bias=true is not supported")
     H = hf_int(config, "hidden_size")
     Hq = hf_int(config, "num_attention_heads")
     Hkv = hf_int(config, "num_key_value_heads", Hq) if config.get("num_key_value_heads") is not None else Hq

@@ -20,7 +20,8 @@ def spec_from_hf(config: dict) -> dict:
     qwen2 = config.get("model_type") == "qwen2_moe"
     Is = int(config.get("shared_expert_intermediate_size") or 0)
     moe = {
-        "num_experts": hf_int(config, "num_experts"), "top_k": hf_int(config, "num_experts_per_tok"),
+        # transformers 5 writes num_local_experts; older configs num_experts
+        "num_experts": hf_int(config, "num_experts" if "num_experts" in config else "num_local_experts"), "top_k": hf_int(config, "num_experts_per_tok"),
         "norm_topk_prob": bool(config.get("norm_topk_prob", not qwen2)),
         "expert_intermediate_size": hf_int(config, "moe_intermediate_size"),
         "shared_expert_intermediate_size": Is, "shared_expert_gate": bool(Is) and qwen2,
