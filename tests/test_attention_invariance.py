@@ -139,3 +139,31 @@ def test_kv_write_then_attention_in_one_encoder(schedule):
     enc.commit()
     assert list(enc.barrier_positions) == [2]
     assert np.array_equal(out, want)
+
+
+# The kernels that share attention's exp(): same bits on the scalar and SIMD paths, and a row's bits do
+# not depend on the other rows in the call.
+SHARED_EXP_OPS = {
+    "softmax": lambda x: _core.ops.softmax(x, 0.8),
+    "log_softmax": lambda x: _core.ops.softmax(x, log=True),
+    "silu_mul": lambda x: _core.ops.silu_mul(x, x[::-1].copy()),
+    "sigmoid_mul": lambda x: _core.ops.sigmoid_mul(x[::-1].copy(), x),
+    "topk": lambda x: np.concatenate([t.view(np.uint32) for t in _core.ops.topk(x, 7)], -1),
+    "argmax": lambda x: _core.ops.argmax(x),
+}
+
+
+@pytest.mark.parametrize("name", list(SHARED_EXP_OPS))
+def test_shared_exp_ops_scalar_equals_simd_and_rows_are_independent(name):
+    fn = SHARED_EXP_OPS[name]
+    x = (np.random.default_rng(3).standard_normal((6, 1003)) * 20).astype(np.float32)
+    x[2, 5] = -np.inf
+    simd = fn(x)
+    try:
+        _core.ops._force_scalar(True)
+        scalar = fn(x)
+    finally:
+        _core.ops._force_scalar(False)
+    assert np.array_equal(simd, scalar)
+    if name not in ("silu_mul", "sigmoid_mul"):  # their second operand mixes rows
+        assert np.array_equal(fn(x[4:5]), simd[4:5])
