@@ -85,3 +85,37 @@ inline uchar2 kquant_scale_min(const device uchar* s, int j) {
   if (j < 4) return uchar2(s[j] & 63, s[j + 4] & 63);
   return uchar2((s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4), (s[j + 4] >> 4) | ((s[j] >> 6) << 4));
 }
+
+// exp with the CPU kernels' exact operations (csrc/cpu/softmax_exp.h: Cephes-style range
+// reduction + degree-5 polynomial, fma where the CPU uses fma), so softmax/attention bits match.
+inline float eyas_exp(float x) {
+  if (x != x) return x;
+  if (x > 88.0f) return INFINITY;
+  if (x < -87.33654475f) return 0.0f;
+  const float n = rint(x * 1.44269504088896341f);
+  float r = fma(n, -0.693359375f, x);
+  r = fma(n, 2.12194440e-4f, r);
+  float p = 1.9875691500e-4f;
+  p = fma(p, r, 1.3981999507e-3f);
+  p = fma(p, r, 8.3334519073e-3f);
+  p = fma(p, r, 4.1665795894e-2f);
+  p = fma(p, r, 1.6666665459e-1f);
+  p = fma(p, r, 5.0000001201e-1f);
+  const float r2 = r * r;
+  float e = fma(p, r2, r);
+  e = e + 1.0f;
+  return e * as_type<float>((int(n) + 127) << 23);
+}
+
+// Sum of 16 partial lanes held by lanes 16g..16g+15 of a simdgroup, folded as
+// lanes[l] += lanes[l + s] for s = 8, 4, 2, 1 (the CPU's fold16); valid in lane 16g.
+inline float fold16_simd(float v) {
+  v = v + simd_shuffle_down(v, 8);
+  v = v + simd_shuffle_down(v, 4);
+  v = v + simd_shuffle_down(v, 2);
+  v = v + simd_shuffle_down(v, 1);
+  return v;
+}
+
+// bf16 bits -> float without relying on the bfloat type (Metal 3.1+).
+inline float bf16_to_float(ushort u) { return as_type<float>(uint(u) << 16); }
