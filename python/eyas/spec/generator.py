@@ -1,0 +1,88 @@
+"""SpeculativeGenerator: the speculative counterpart of `eyas.generation.plain_steps`.
+
+`steps(prompt_ids, sampler)` yields the tokens of each round (1 + accepted drafted tokens); stop
+handling, streaming and detokenization are `eyas.generation.Generation`'s, shared with plain decoding.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Iterator
+
+import numpy as np
+
+from eyas.spec.metrics import SpecMetrics
+from eyas.spec.policy import TreePolicy
+from eyas.spec.rounds import Accepted, accept, commit, propose, verify
+
+
+class SpeculativeGenerator:
+    """target: `_core.Transformer` built with the drafter's aux_layers; drafter: `eyas.drafters.Drafter`."""
+
+    def __init__(self, target, drafter, policy: TreePolicy | None = None, *, prefill_chunk: int = 512):
+        aux = list(getattr(target, "aux_layers", drafter.aux_layers))
+        if aux != list(drafter.aux_layers):
+            raise ValueError(f"[spec] the target captures aux layers {aux}, the drafter needs {drafter.aux_layers}; "
+                             "build the Transformer with aux_layers=drafter.aux_layers")
+        self.target = target
+        self.drafter = drafter
+        self.policy = policy or getattr(drafter, "policy", None) or TreePolicy()
+        self.prefill_chunk = prefill_chunk
+        self.stats = SpecMetrics()
+
+    def metrics(self) -> dict:
+        return self.stats.as_dict()
+
+    def steps(self, prompt_ids, sampler) -> Iterator[list[int]]:
+        from eyas import _core
+
+        target = self.target
+        drafter = self.drafter.runtime(target.capacity)
+        target.reset()
+        drafter.reset()
+        self.stats = SpecMetrics()
+        params = sampler.params
+        rng = _core.spec.Rng(params.seed if params.seed is not None else int(np.random.SeedSequence().entropy % 2**63))
+        ids = np.asarray(prompt_ids, dtype=np.int32)
+        aux, logits = self._prefill(ids)
+        first = sampler.sample(logits[-1])  # the same draw plain decoding makes
+        yield [first]
+        pending_aux, pending_tokens = aux, np.append(ids[1:], np.int32(first)).astype(np.int32)
+        while True:
+            room = target.capacity - target.length
+            if room < 2:  # no space left for a tree: one plain step keeps the stream going
+                out = target.forward(pending_tokens[-1:], logits="last", capture_aux=True)
+                target.commit(np.zeros(1, np.int32))
+                tok = sampler.sample(out["logits"][-1])
+                yield [tok]
+                continue
+            policy = self.policy
+            if policy.total_tokens > room:
+                policy = TreePolicy(policy.top_k, policy.depth, room)
+            t0 = time.perf_counter()
+            tree = propose(drafter, pending_aux, pending_tokens, policy)
+            t1 = time.perf_counter()
+            verified = verify(target, tree)
+            t2 = time.perf_counter()
+            acc: Accepted = accept(verified, tree, params, rng)
+            commit(target, acc)
+            t3 = time.perf_counter()
+            s = self.stats
+            s.propose_s += t1 - t0
+            s.verify_s += t2 - t1
+            s.accept_s += t3 - t2
+            s.observe(tree.size, len(acc.path) - 1)
+            # The accepted nodes' features pair with the tokens that follow them (reference §3.1).
+            pending_aux, pending_tokens = verified.aux[acc.path], acc.tokens
+            yield acc.tokens.tolist()
+
+    def _prefill(self, ids: np.ndarray):
+        aux_parts, logits = [], None
+        for start in range(0, len(ids), self.prefill_chunk):
+            chunk = ids[start : start + self.prefill_chunk]
+            last = start + self.prefill_chunk >= len(ids)
+            out = self.target.forward(chunk, logits="last" if last else "none", capture_aux=True)
+            self.target.commit(np.arange(len(chunk), dtype=np.int32))
+            aux_parts.append(out["aux"])
+            logits = out.get("logits")
+        return np.concatenate(aux_parts), logits

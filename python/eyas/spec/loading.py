@@ -1,0 +1,51 @@
+"""`load_drafter`: a drafter path, "default" (the drafter bundled for the target) or "none"."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from eyas.drafters.eagle3 import Drafter, load_eagle3
+
+BUNDLED = Path(__file__).resolve().parent.parent / "drafters" / "bundled"
+log = logging.getLogger("eyas.spec")
+
+
+def _fits(folder: Path, target_spec: dict) -> bool:
+    import json
+
+    try:
+        cfg = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    layer = cfg.get("transformer_layer_config", cfg)
+    hidden = cfg.get("target_hidden_size", layer.get("hidden_size"))
+    return layer.get("vocab_size") == target_spec["vocab_size"] and hidden == target_spec["hidden_size"]
+
+
+def bundled_drafter_for(target_spec: dict) -> Path | None:
+    """The first bundled drafter folder whose vocabulary and hidden size fit the target."""
+    if not BUNDLED.is_dir():
+        return None
+    for folder in sorted(p for p in BUNDLED.iterdir() if (p / "config.json").is_file()):
+        if _fits(folder, target_spec):
+            return folder
+    return None
+
+
+def load_drafter(drafter, target) -> Drafter | None:
+    """drafter: a folder path, "default", "none"/None, or an already loaded Drafter.
+    target: an `eyas.loaders.LoadedModel` (or anything with `.spec` and `.weights`).
+
+    "default" gives None (plain decoding) when no bundled drafter fits the target."""
+    if drafter is None or (isinstance(drafter, str) and drafter.lower() == "none"):
+        return None
+    if isinstance(drafter, Drafter):
+        return drafter
+    if isinstance(drafter, str) and drafter == "default":
+        folder = bundled_drafter_for(target.spec)
+        if folder is None:
+            log.info("no bundled drafter fits this target; using plain decoding")
+            return None
+        return load_eagle3(folder, target.spec, target.weights)
+    return load_eagle3(Path(drafter), target.spec, target.weights)
