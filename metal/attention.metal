@@ -1,5 +1,6 @@
 // Tree / causal attention over a slot-major KV cache [Hkv, capacity, D] (docs/kv_cache.md).
-// One threadgroup per (head, query). Visible keys, in order: the prefix [0, prefix_len), then
+// One threadgroup per (head, query) with a multiple of 32 threads (each owns up to DMAX / 32
+// output dims). Visible keys, in order: the prefix [0, prefix_len), then
 // the new slots the query sees (mask row, or j <= self when causal). The reduction is the CPU
 // kernel's, step for step (csrc/cpu/attention.cpp), so a query's bits equal a decode over the
 // same keys laid out contiguously:
@@ -20,18 +21,18 @@ inline int visible_slot(constant AttentionArgs& a, int p, threadgroup const int*
 }
 
 // Score of visible key p, computed by the 16-lane group that owns it (valid in its lane 0).
-template <int D>
 inline float score(constant AttentionArgs& a, const device float* qr, const device float* kh,
                    threadgroup const int* list, int p, int n, uint l16) {
   float acc = 0.0f;
   if (p < n) {
-    const device float* kr = kh + ulong(visible_slot(a, p, list)) * D;
-    for (int c = 0; c < D; c += 16) acc = fma(qr[c + l16], kr[c + l16], acc);
+    const device float* kr = kh + ulong(visible_slot(a, p, list)) * a.head_dim;
+    for (int c = 0; c < a.head_dim; c += 16) acc = fma(qr[c + l16], kr[c + l16], acc);
   }
   return fold16_simd(acc) * a.scale;
 }
 
-template <int D>
+// DMAX bounds the per-thread accumulators; head_dim is any multiple of 16 up to DMAX.
+template <int DMAX>
 kernel void attention_f32(constant AttentionArgs& a [[buffer(0)]],
                           device const float* q [[buffer(1)]],     // [Tq, Hq, D]
                           device const float* kc [[buffer(2)]],    // [Hkv, capacity, D]
@@ -46,6 +47,7 @@ kernel void attention_f32(constant AttentionArgs& a [[buffer(0)]],
   threadgroup float sc[EYAS_MAX_TG / 16];  // one score / weight per 16-lane group
   threadgroup float lanes[16];
   threadgroup int nvis[1];
+  const int D = a.head_dim;
   const uint h = g.x, i = g.y;
   const bool live = h < uint(a.n_heads) && i < uint(a.n_q);
   const int self = a.n_new - a.n_q + int(i);
@@ -67,7 +69,7 @@ kernel void attention_f32(constant AttentionArgs& a [[buffer(0)]],
   // Pass 1: the maximum score (exact whatever the order).
   float m = -INFINITY;
   for (int p0 = 0; p0 < n; p0 += int(ngrp)) {
-    const float s = score<D>(a, qr, kc + kv_off, list, p0 + int(grp), n, l16);
+    const float s = score(a, qr, kc + kv_off, list, p0 + int(grp), n, l16);
     if (l16 == 0 && p0 + int(grp) < n) sc[grp] = s;
     threadgroup_barrier(mem_flags::mem_threadgroup);
     for (int k = 0; k < int(ngrp) && p0 + k < n; ++k) m = max(m, sc[k]);
@@ -75,11 +77,11 @@ kernel void attention_f32(constant AttentionArgs& a [[buffer(0)]],
   }
 
   // Pass 2: weights in key order; thread d < D owns output dim d, threads < 16 own sum lanes.
-  float acc0[D / 32 + 1], acc1[D / 32 + 1];
-  for (int j = 0; j <= D / 32; ++j) acc0[j] = acc1[j] = 0.0f;
+  float acc0[DMAX / 32], acc1[DMAX / 32];
+  for (int j = 0; j < DMAX / 32; ++j) acc0[j] = acc1[j] = 0.0f;
   float lsum = 0.0f;
   for (int p0 = 0; p0 < n; p0 += int(ngrp)) {
-    const float s = score<D>(a, qr, kc + kv_off, list, p0 + int(grp), n, l16);
+    const float s = score(a, qr, kc + kv_off, list, p0 + int(grp), n, l16);
     if (l16 == 0 && p0 + int(grp) < n) sc[grp] = eyas_exp(s - m);
     threadgroup_barrier(mem_flags::mem_threadgroup);
     for (int k = 0; k < int(ngrp) && p0 + k < n; ++k) {

@@ -1,0 +1,27 @@
+"""pytest fixtures for the emulator: built once per session (cached on disk across sessions).
+Skipped only when clang-19 is missing; EYAS_REQUIRE_METAL_EMU=1 (set by CI) makes that a failure."""
+
+import os
+
+import pytest
+
+from tests.metal_emu import build, runner
+
+
+def _require(variant: str):
+    if not build.clang_available():
+        msg = f"MSL emulator needs {build.CLANG} (install with .ci/setup-metal-emu)"
+        if os.environ.get("EYAS_REQUIRE_METAL_EMU") == "1":
+            pytest.fail(msg + "; EYAS_REQUIRE_METAL_EMU=1 requires it")
+        pytest.skip(msg)
+    return runner.get(variant)
+
+
+@pytest.fixture(scope="session")
+def emulator():
+    return _require("fast")
+
+
+@pytest.fixture(scope="session")
+def sanitized_emulator():
+    return _require("asan")
