@@ -53,14 +53,37 @@ def rope(x: np.ndarray, pos: np.ndarray, inv_freq: np.ndarray, rot_dim: int, sty
     return out.astype(np.float32)
 
 
-class ReferenceTransformer:
-    """Same interface as `_core.Transformer`: forward (plain or tree), commit, truncate, reset."""
+def q8_roundtrip(x: np.ndarray, block: int) -> np.ndarray:
+    """x after per-block symmetric int8 quantization (as the runtime quantizes matmul activations)."""
+    xb = x.astype(np.float32).reshape(*x.shape[:-1], -1, block)
+    d = (np.abs(xb).max(axis=-1, keepdims=True) / np.float32(127)).astype(np.float32)
+    inv = np.where(d != 0, np.float32(1) / np.where(d != 0, d, 1), 0).astype(np.float32)
+    q = np.rint(np.clip(xb * inv, -127, 127))
+    return (q * d).astype(np.float32).reshape(x.shape)
 
-    def __init__(self, spec: dict, weights: dict, *, max_context: int = 512, aux_layers=None, device=None):
+
+_K_QUANTS = {12, 13, 14}  # 256-element super-blocks
+
+
+class ReferenceTransformer:
+    """Same interface as `_core.Transformer`: forward (plain or tree), commit, truncate, reset.
+
+    quantized_activations=True rounds each matmul input to int8 per block for quantized weights,
+    as the runtime does, so quantized models can be compared tightly; False is the plain fp32 forward.
+    """
+
+    def __init__(self, spec: dict, weights: dict, *, max_context: int = 512, aux_layers=None, device=None,
+                 quantized_activations: bool = False):
         self.spec = spec
         self.w = {name: dequantize(*entry) for name, entry in weights.items()}
+        self.act_block = {}
+        if quantized_activations:
+            self.act_block = {name: 256 if dt in _K_QUANTS else 32 for name, (_, dt, _) in weights.items()
+                              if dt not in (0, 1, 30)}
         if spec["tie_embeddings"]:
             self.w["output"] = self.w["token_embd"]
+            if "token_embd" in self.act_block:
+                self.act_block["output"] = self.act_block["token_embd"]
         L, Hkv, D = spec["num_layers"], spec["num_kv_heads"], spec["head_dim"]
         self.aux_layers = list(aux_layers) if aux_layers is not None else [2, L // 2, L - 3]
         self.capacity = max_context
@@ -102,7 +125,7 @@ class ReferenceTransformer:
             if i in self.aux_layers:
                 aux.append(x.copy())
             h = rms_norm(x, w[p + "attn_norm"], eps)
-            q, k, v = (h @ w[p + n_].T for n_ in ("attn_q", "attn_k", "attn_v"))
+            q, k, v = (self._mm(h, p + n_) for n_ in ("attn_q", "attn_k", "attn_v"))
             if s["qkv_bias"]:
                 q, k, v = q + w[p + "attn_q.bias"], k + w[p + "attn_k.bias"], v + w[p + "attn_v.bias"]
             gate = None
@@ -124,7 +147,7 @@ class ReferenceTransformer:
             attn = np.einsum("hts,shd->thd", probs, vals.astype(np.float64)).reshape(T, Hq * D).astype(np.float32)
             if gate is not None:
                 attn = attn * sigmoid(gate)
-            x = x + attn @ w[p + "attn_output"].T
+            x = x + self._mm(attn, p + "attn_output")
             h = rms_norm(x, w[p + "ffn_norm"], eps)
             x = x + (self._dense(h, p, "") if s["moe"] is None else self._moe(h, p))
         out = {}
@@ -132,18 +155,23 @@ class ReferenceTransformer:
             out["aux"] = np.concatenate(aux, axis=1)
         if logits != "none":
             rows = x if logits == "all" else x[-1:]
-            out["logits"] = rms_norm(rows, w["output_norm"], eps) @ w["output"].T
+            out["logits"] = self._mm(rms_norm(rows, w["output_norm"], eps), "output")
         return out
 
+    def _mm(self, x: np.ndarray, name: str, e: int | None = None) -> np.ndarray:
+        """x @ W.T (W = expert e of a stack when given), with the runtime's activation rounding if enabled."""
+        w = self.w[name] if e is None else self.w[name][e]
+        if name in self.act_block:
+            x = q8_roundtrip(x, self.act_block[name])
+        return x @ w.T
+
     def _dense(self, h, p, suffix, e=None):
-        g, u, d = (self.w[p + f"ffn_{n_}{suffix}"] for n_ in ("gate", "up", "down"))
-        if e is not None:
-            g, u, d = g[e], u[e], d[e]
-        return (silu(h @ g.T) * (h @ u.T)) @ d.T
+        g, u, d = (p + f"ffn_{n_}{suffix}" for n_ in ("gate", "up", "down"))
+        return self._mm(silu(self._mm(h, g, e)) * self._mm(h, u, e), d, e)
 
     def _moe(self, h, p):
         moe = self.spec["moe"]
-        logits = (h @ self.w[p + "ffn_gate_inp"].T).astype(np.float64)
+        logits = self._mm(h, p + "ffn_gate_inp").astype(np.float64)
         probs = np.exp(logits - logits.max(axis=-1, keepdims=True))
         probs /= probs.sum(axis=-1, keepdims=True)
         out = np.zeros_like(h)
@@ -155,6 +183,6 @@ class ReferenceTransformer:
         if moe["shared_expert_intermediate_size"]:
             shared = self._dense(h, p, "_shexp")
             if p + "ffn_gate_inp_shexp" in self.w:
-                shared = shared * sigmoid(h @ self.w[p + "ffn_gate_inp_shexp"].T)
+                shared = shared * sigmoid(self._mm(h, p + "ffn_gate_inp_shexp"))
             out = out + shared
         return out
