@@ -19,9 +19,9 @@ namespace {
 
 constexpr int kMaxHeadDim = 512;
 
-int collect_slots(const AttentionArgs& a, const uint8_t* mask, int i, int32_t* slots) {
-  int n = 0;
-  for (int s = 0; s < a.prefix_len; ++s) slots[n++] = s;
+// Writes query i's visible new slots after the prefix part of `slots` (filled once per thread).
+int collect_new_slots(const AttentionArgs& a, const uint8_t* mask, int i, int32_t* slots) {
+  int n = a.prefix_len;
   const int self = a.n_new - a.n_q + i;  // query i's own new slot
   const uint8_t* row = mask ? mask + int64_t(i) * a.n_new : nullptr;
   for (int j = 0; j < a.n_new; ++j)
@@ -88,67 +88,125 @@ __attribute__((target("avx512f"))) inline __m512 scores16(const float* qr, const
   return _mm512_permutexvar_ps(idx, E);
 }
 
-// acc[j][g] += e[p] * v[p][16g..] for chunks g < NG, j = p & 1, in p order.
+// acc0/acc1 (in memory, D floats each) += e[p] * v[slot p][d0 .. d0 + 16 NG) for p in [p0, p1): even p
+// into acc0, odd p into acc1, in p order. p0 is even, so resuming block after block keeps the sequence.
 template <int NG>
-__attribute__((target("avx512f"))) inline void pv_group(const float* vh, const int32_t* slots, const float* e, int n,
-                                                       int D, int d0, float* out, float l) {
-  __m512 acc0[NG], acc1[NG];
-  for (int g = 0; g < NG; ++g) acc0[g] = acc1[g] = _mm512_setzero_ps();
-  int p = 0;
-  for (; p + 2 <= n; p += 2) {
+__attribute__((target("avx512f"))) inline void pv_block(const float* vh, const int32_t* slots, const float* e, int p0,
+                                                       int p1, int D, int d0, float* acc0, float* acc1) {
+  __m512 a0[NG], a1[NG];
+  for (int g = 0; g < NG; ++g) a0[g] = _mm512_loadu_ps(acc0 + d0 + 16 * g), a1[g] = _mm512_loadu_ps(acc1 + d0 + 16 * g);
+  int p = p0;
+  for (; p + 2 <= p1; p += 2) {
     const float* v0 = vh + int64_t(slots[p]) * D + d0;
     const float* v1 = vh + int64_t(slots[p + 1]) * D + d0;
     const __m512 e0 = _mm512_set1_ps(e[p]), e1 = _mm512_set1_ps(e[p + 1]);
 #pragma GCC unroll 4
     for (int g = 0; g < NG; ++g) {
-      acc0[g] = _mm512_fmadd_ps(e0, _mm512_loadu_ps(v0 + 16 * g), acc0[g]);
-      acc1[g] = _mm512_fmadd_ps(e1, _mm512_loadu_ps(v1 + 16 * g), acc1[g]);
+      a0[g] = _mm512_fmadd_ps(e0, _mm512_loadu_ps(v0 + 16 * g), a0[g]);
+      a1[g] = _mm512_fmadd_ps(e1, _mm512_loadu_ps(v1 + 16 * g), a1[g]);
     }
   }
-  if (p < n) {
+  if (p < p1) {
     const float* v0 = vh + int64_t(slots[p]) * D + d0;
     const __m512 e0 = _mm512_set1_ps(e[p]);
-    for (int g = 0; g < NG; ++g) acc0[g] = _mm512_fmadd_ps(e0, _mm512_loadu_ps(v0 + 16 * g), acc0[g]);
+    for (int g = 0; g < NG; ++g) a0[g] = _mm512_fmadd_ps(e0, _mm512_loadu_ps(v0 + 16 * g), a0[g]);
   }
-  const __m512 lv = _mm512_set1_ps(l);
-  for (int g = 0; g < NG; ++g) _mm512_storeu_ps(out + d0 + 16 * g, _mm512_div_ps(_mm512_add_ps(acc0[g], acc1[g]), lv));
+  for (int g = 0; g < NG; ++g) _mm512_storeu_ps(acc0 + d0 + 16 * g, a0[g]), _mm512_storeu_ps(acc1 + d0 + 16 * g, a1[g]);
 }
 
-__attribute__((target("avx512f"))) void attend_avx512(const float* qr, const float* kh, const float* vh,
-                                                      const int32_t* slots, int n, int D, float scale, float* s,
-                                                      float* out) {
-  if (n == 0) {
-    std::fill(out, out + D, 0.0f);
-    return;
-  }
-  const __m512 sc = _mm512_set1_ps(scale);
-  const float* kp[16];
-  __m512 mv = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
-  for (int p0 = 0; p0 < n; p0 += 16) {
-    const int nk = std::min(16, n - p0);
-    for (int k = 0; k < 16; ++k) kp[k] = kh + int64_t(slots[p0 + (k < nk ? k : 0)]) * D;
-    const __mmask16 mk = tail_mask(nk);
-    const __m512 sv = _mm512_mul_ps(scores16(qr, kp, D), sc);
-    _mm512_mask_storeu_ps(s + p0, mk, sv);
-    mv = _mm512_mask_max_ps(mv, mk, mv, sv);
-  }
-  const float m = _mm512_reduce_max_ps(mv);  // max is exact: any order gives the same value
-  const __m512 mb = _mm512_set1_ps(m);
-  __m512 lanes = _mm512_setzero_ps();
-  for (int p0 = 0; p0 < n; p0 += 16) {
-    const __mmask16 mk = tail_mask(n - p0);
-    const __m512 e = exp_avx512(_mm512_sub_ps(_mm512_maskz_loadu_ps(mk, s + p0), mb));
-    _mm512_mask_storeu_ps(s + p0, mk, e);
-    lanes = _mm512_add_ps(lanes, _mm512_maskz_mov_ps(mk, e));
-  }
-  const float l = fold16_avx512(lanes);
+__attribute__((target("avx512f"))) void pv_range(const float* vh, const int32_t* slots, const float* e, int p0, int p1,
+                                                 int D, float* acc0, float* acc1) {
   int d0 = 0;
-  for (; d0 + 64 <= D; d0 += 64) pv_group<4>(vh, slots, s, n, D, d0, out, l);
+  for (; d0 + 64 <= D; d0 += 64) pv_block<4>(vh, slots, e, p0, p1, D, d0, acc0, acc1);
   switch ((D - d0) / 16) {
-    case 3: pv_group<3>(vh, slots, s, n, D, d0, out, l); break;
-    case 2: pv_group<2>(vh, slots, s, n, D, d0, out, l); break;
-    case 1: pv_group<1>(vh, slots, s, n, D, d0, out, l); break;
+    case 3: pv_block<3>(vh, slots, e, p0, p1, D, d0, acc0, acc1); break;
+    case 2: pv_block<2>(vh, slots, e, p0, p1, D, d0, acc0, acc1); break;
+    case 1: pv_block<1>(vh, slots, e, p0, p1, D, d0, acc0, acc1); break;
     default: break;
+  }
+}
+
+// Per-thread scratch of one tile: a slot list per query, scores and accumulators per item.
+struct TileScratch {
+  std::vector<int32_t> slots;  // [queries][stride]
+  std::vector<float> scores;   // [items][stride]
+  std::vector<float> acc;      // [items][2][D]
+  std::vector<float> l;        // [items] softmax denominators
+};
+
+// One tile = queries [i0, i1) x the `group` query heads of kv head g. Each item (query, head) runs
+// exactly attend_scalar's operations; the tile only interleaves items block by block so a block of
+// K/V rows is read from memory once for all of them instead of once per item.
+__attribute__((target("avx512f"))) void attend_tile_avx512(const AttentionArgs& a, const uint8_t* mask,
+                                                           const float* q, const float* kh, const float* vh, float* o,
+                                                           int g, int i0, int i1, TileScratch& sc) {
+  const int D = a.head_dim, group = a.n_heads / a.n_kv_heads, nq = i1 - i0, items = nq * group;
+  const int stride = a.prefix_len + a.n_new + 16;
+  const int block = std::max(16, (32768 / (4 * D)) & ~15);  // keys per block: K rows of a block fit in L1
+  if (int(sc.slots.size()) < nq * stride) sc.slots.resize(size_t(nq) * stride);
+  if (int(sc.scores.size()) < items * stride) sc.scores.resize(size_t(items) * stride);
+  sc.acc.assign(size_t(items) * 2 * D, 0.0f);
+  int n[64];  // visible keys per query (tiles hold at most 64 queries)
+  int max_n = 0;
+  for (int t = 0; t < nq; ++t) {
+    int32_t* sl = sc.slots.data() + int64_t(t) * stride;
+    for (int s = 0; s < a.prefix_len; ++s) sl[s] = s;
+    n[t] = collect_new_slots(a, mask, i0 + t, sl);
+    max_n = std::max(max_n, n[t]);
+  }
+  auto item_q = [&](int it) { return q + (int64_t(i0 + it / group) * a.n_heads + g * group + it % group) * D; };
+  const __m512 sc_v = _mm512_set1_ps(a.scale);
+  const float* kp[16];
+  // 1. scores
+  for (int b0 = 0; b0 < max_n; b0 += block)
+    for (int it = 0; it < items; ++it) {
+      const int t = it / group, nt = n[t], b1 = std::min(b0 + block, nt);
+      const int32_t* sl = sc.slots.data() + int64_t(t) * stride;
+      float* s = sc.scores.data() + int64_t(it) * stride;
+      for (int p0 = b0; p0 < b1; p0 += 16) {
+        const int nk = std::min(16, nt - p0);
+        for (int k = 0; k < 16; ++k) kp[k] = kh + int64_t(sl[p0 + (k < nk ? k : 0)]) * D;
+        _mm512_mask_storeu_ps(s + p0, tail_mask(nk), _mm512_mul_ps(scores16(item_q(it), kp, D), sc_v));
+      }
+    }
+  // 2. max, exp, sum per item
+  sc.l.resize(items);
+  float* l = sc.l.data();
+  for (int it = 0; it < items; ++it) {
+    const int nt = n[it / group];
+    float* s = sc.scores.data() + int64_t(it) * stride;
+    const __m512 ninf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+    __m512 mv = ninf;
+    for (int p0 = 0; p0 < nt; p0 += 16) mv = _mm512_max_ps(mv, _mm512_mask_loadu_ps(ninf, tail_mask(nt - p0), s + p0));
+    const __m512 mb = _mm512_set1_ps(_mm512_reduce_max_ps(mv));  // max is exact in any order
+    __m512 lanes = _mm512_setzero_ps();
+    for (int p0 = 0; p0 < nt; p0 += 16) {
+      const __mmask16 mk = tail_mask(nt - p0);
+      const __m512 e = exp_avx512(_mm512_sub_ps(_mm512_maskz_loadu_ps(mk, s + p0), mb));
+      _mm512_mask_storeu_ps(s + p0, mk, e);
+      lanes = _mm512_add_ps(lanes, _mm512_maskz_mov_ps(mk, e));
+    }
+    l[it] = fold16_avx512(lanes);
+  }
+  // 3. weighted V sums, then normalize
+  for (int b0 = 0; b0 < max_n; b0 += block)
+    for (int it = 0; it < items; ++it) {
+      const int t = it / group, b1 = std::min(b0 + block, n[t]);
+      if (b0 >= b1) continue;
+      float* acc = sc.acc.data() + int64_t(it) * 2 * D;
+      pv_range(vh, sc.slots.data() + int64_t(t) * stride, sc.scores.data() + int64_t(it) * stride, b0, b1, D, acc,
+               acc + D);
+    }
+  for (int it = 0; it < items; ++it) {
+    float* out = o + (int64_t(i0 + it / group) * a.n_heads + g * group + it % group) * D;
+    const float* acc = sc.acc.data() + int64_t(it) * 2 * D;
+    if (n[it / group] == 0) {
+      std::fill(out, out + D, 0.0f);
+      continue;
+    }
+    const __m512 lv = _mm512_set1_ps(l[it]);
+    for (int d = 0; d < D; d += 16)
+      _mm512_storeu_ps(out + d, _mm512_div_ps(_mm512_add_ps(_mm512_loadu_ps(acc + d), _mm512_loadu_ps(acc + D + d)), lv));
   }
 }
 #endif
@@ -158,8 +216,25 @@ __attribute__((target("avx512f"))) void attend_avx512(const float* qr, const flo
 void attention(const AttentionArgs& a, const float* q, const float* k, const float* v, const uint8_t* mask, float* o,
                ThreadPool& pool) {
   const int D = a.head_dim, group = a.n_heads / a.n_kv_heads;
+#if EYAS_X86
+  if (use_avx512()) {
+    // Work units: (kv head, tile of queries); a tile holds about 16 (query, head) items.
+    const int per_tile = std::max(1, std::min(64, 16 / group));
+    const int tiles = (a.n_q + per_tile - 1) / per_tile;
+    pool.run([&](int tid, int nth) {
+      int64_t u0, u1;
+      ThreadPool::split(int64_t(tiles) * a.n_kv_heads, tid, nth, 1, &u0, &u1);
+      thread_local TileScratch scratch;
+      for (int64_t u = u0; u < u1; ++u) {
+        const int g = int(u / tiles), i0 = int(u % tiles) * per_tile, i1 = std::min(a.n_q, i0 + per_tile);
+        const int64_t kv_off = int64_t(g) * a.capacity * D;
+        attend_tile_avx512(a, mask, q, k + kv_off, v + kv_off, o, g, i0, i1, scratch);
+      }
+    });
+    return;
+  }
+#endif
   const int max_keys = a.prefix_len + a.n_new;
-  const bool simd = use_avx512();
   pool.run([&](int tid, int nth) {
     int64_t w0, w1;
     ThreadPool::split(int64_t(a.n_q) * a.n_heads, tid, nth, 1, &w0, &w1);
@@ -167,20 +242,14 @@ void attention(const AttentionArgs& a, const float* q, const float* k, const flo
     thread_local std::vector<int32_t> slots;
     thread_local std::vector<float> scores;
     if (int(slots.size()) < max_keys) slots.resize(max_keys), scores.resize(max_keys + 16);
+    for (int s = 0; s < a.prefix_len; ++s) slots[s] = s;
     int cur_q = -1, n = 0;
     for (int64_t w = w0; w < w1; ++w) {
       const int i = int(w / a.n_heads), h = int(w % a.n_heads);
-      if (i != cur_q) n = collect_slots(a, mask, i, slots.data()), cur_q = i;
+      if (i != cur_q) n = collect_new_slots(a, mask, i, slots.data()), cur_q = i;
       const int64_t kv_off = int64_t(h / group) * a.capacity * D;
-      const float* qr = q + (int64_t(i) * a.n_heads + h) * D;
-      float* out = o + (int64_t(i) * a.n_heads + h) * D;
-#if EYAS_X86
-      if (simd) {
-        attend_avx512(qr, k + kv_off, v + kv_off, slots.data(), n, D, a.scale, scores.data(), out);
-        continue;
-      }
-#endif
-      attend_scalar(qr, k + kv_off, v + kv_off, slots.data(), n, D, a.scale, scores.data(), out);
+      attend_scalar(q + (int64_t(i) * a.n_heads + h) * D, k + kv_off, v + kv_off, slots.data(), n, D, a.scale,
+                    scores.data(), o + (int64_t(i) * a.n_heads + h) * D);
     }
   });
 }
