@@ -134,13 +134,13 @@ struct TileScratch {
   std::vector<float> l;        // [items] softmax denominators
 };
 
-// One tile = queries [i0, i1) x the `group` query heads of kv head g. Each item (query, head) runs
+// One tile = queries [i0, i1) x query heads [h0, h1) of kv head g. Each item (query, head) runs
 // exactly attend_scalar's operations; the tile only interleaves items block by block so a block of
 // K/V rows is read from memory once for all of them instead of once per item.
 __attribute__((target("avx512f"))) void attend_tile_avx512(const AttentionArgs& a, const uint8_t* mask,
                                                            const float* q, const float* kh, const float* vh, float* o,
-                                                           int g, int i0, int i1, TileScratch& sc) {
-  const int D = a.head_dim, group = a.n_heads / a.n_kv_heads, nq = i1 - i0, items = nq * group;
+                                                           int i0, int i1, int h0, int h1, TileScratch& sc) {
+  const int D = a.head_dim, group = h1 - h0, nq = i1 - i0, items = nq * group;
   const int stride = a.prefix_len + a.n_new + 16;
   const int block = std::max(16, (32768 / (4 * D)) & ~15);  // keys per block: K rows of a block fit in L1
   if (int(sc.slots.size()) < nq * stride) sc.slots.resize(size_t(nq) * stride);
@@ -154,7 +154,7 @@ __attribute__((target("avx512f"))) void attend_tile_avx512(const AttentionArgs& 
     n[t] = collect_new_slots(a, mask, i0 + t, sl);
     max_n = std::max(max_n, n[t]);
   }
-  auto item_q = [&](int it) { return q + (int64_t(i0 + it / group) * a.n_heads + g * group + it % group) * D; };
+  auto item_q = [&](int it) { return q + (int64_t(i0 + it / group) * a.n_heads + h0 + it % group) * D; };
   const __m512 sc_v = _mm512_set1_ps(a.scale);
   const float* kp[16];
   // 1. scores
@@ -198,7 +198,7 @@ __attribute__((target("avx512f"))) void attend_tile_avx512(const AttentionArgs& 
                acc + D);
     }
   for (int it = 0; it < items; ++it) {
-    float* out = o + (int64_t(i0 + it / group) * a.n_heads + g * group + it % group) * D;
+    float* out = o + (int64_t(i0 + it / group) * a.n_heads + h0 + it % group) * D;
     const float* acc = sc.acc.data() + int64_t(it) * 2 * D;
     if (n[it / group] == 0) {
       std::fill(out, out + D, 0.0f);
@@ -218,17 +218,21 @@ void attention(const AttentionArgs& a, const float* q, const float* k, const flo
   const int D = a.head_dim, group = a.n_heads / a.n_kv_heads;
 #if EYAS_X86
   if (use_avx512()) {
-    // Work units: (kv head, tile of queries); a tile holds about 16 (query, head) items.
+    // Work units: (kv head, tile of queries, part of the kv head's query heads); a unit holds about
+    // 16 (query, head) items. Decode has few units, so heads are split until every thread has work.
     const int per_tile = std::max(1, std::min(64, 16 / group));
-    const int tiles = (a.n_q + per_tile - 1) / per_tile;
+    const int tiles = (a.n_q + per_tile - 1) / per_tile, nth = pool.num_threads();
+    const int parts = std::min(group, std::max(1, (2 * nth + tiles * a.n_kv_heads - 1) / (tiles * a.n_kv_heads)));
     pool.run([&](int tid, int nth) {
       int64_t u0, u1;
-      ThreadPool::split(int64_t(tiles) * a.n_kv_heads, tid, nth, 1, &u0, &u1);
+      ThreadPool::split(int64_t(tiles) * a.n_kv_heads * parts, tid, nth, 1, &u0, &u1);
       thread_local TileScratch scratch;
       for (int64_t u = u0; u < u1; ++u) {
-        const int g = int(u / tiles), i0 = int(u % tiles) * per_tile, i1 = std::min(a.n_q, i0 + per_tile);
+        const int g = int(u / (tiles * parts)), tile = int(u / parts % tiles), part = int(u % parts);
+        const int i0 = tile * per_tile, i1 = std::min(a.n_q, i0 + per_tile);
+        const int h0 = g * group + part * group / parts, h1 = g * group + (part + 1) * group / parts;
         const int64_t kv_off = int64_t(g) * a.capacity * D;
-        attend_tile_avx512(a, mask, q, k + kv_off, v + kv_off, o, g, i0, i1, scratch);
+        attend_tile_avx512(a, mask, q, k + kv_off, v + kv_off, o, i0, i1, h0, h1, scratch);
       }
     });
     return;
