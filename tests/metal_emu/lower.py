@@ -141,12 +141,10 @@ def lower(src: str, path: str) -> tuple[str, list[tuple[str, str, Kernel]]]:
         if not k.is_template:
             inst.append((k.fn, k.fn, k))
 
-    for m in re.finditer(r"^([ \t]*)threadgroup\s+([^;\n()=*&]+?)\s+(\w+)\s*((?:\[[^\]\n]+\])+)\s*;", code, re.M):
-        if "," in m.group(2):
+    for m in re.finditer(r"\bthreadgroup\s+([^;\n()=*&,\[]+?)\s+(\w+)\s*((?:\[[^\]\n]+\])+)\s*([;,])", code):
+        if m.group(4) == ",":
             reject(m.start(), "a multi-declarator threadgroup declaration")
-        edits.append((m.start(), m.end(), f"{m.group(1)}MSL_TG_ARRAY({m.group(2)}, {m.group(3)}, {m.group(4)});"))
-    for m in re.finditer(r"^[ \t]*threadgroup\s+[^;\n()=*&]+?\s+\w+\s*(?:\[[^\]\n]+\])+\s*,", code, re.M):
-        reject(m.start(), "a multi-declarator threadgroup declaration")
+        edits.append((m.start(), m.end(), f"MSL_TG_ARRAY({m.group(1)}, {m.group(2)}, {m.group(3)});"))
 
     for start, end, text in sorted(edits, reverse=True):
         replace(start, end, text)
