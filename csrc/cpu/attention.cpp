@@ -223,7 +223,7 @@ void attention(const AttentionArgs& a, const float* q, const float* k, const flo
     const int per_tile = std::max(1, std::min(64, 16 / group));
     const int tiles = (a.n_q + per_tile - 1) / per_tile, nth = pool.num_threads();
     const int parts = std::min(group, std::max(1, (2 * nth + tiles * a.n_kv_heads - 1) / (tiles * a.n_kv_heads)));
-    pool.run([&](int tid, int nth) {
+    auto body = [&](int tid, int nth) {
       int64_t u0, u1;
       ThreadPool::split(int64_t(tiles) * a.n_kv_heads * parts, tid, nth, 1, &u0, &u1);
       thread_local TileScratch scratch;
@@ -234,7 +234,10 @@ void attention(const AttentionArgs& a, const float* q, const float* k, const flo
         const int64_t kv_off = int64_t(g) * a.capacity * D;
         attend_tile_avx512(a, mask, q, k + kv_off, v + kv_off, o, i0, i1, h0, h1, scratch);
       }
-    });
+    };
+    // Short decodes finish faster than the pool wakes up.
+    const int64_t macs = int64_t(a.n_q) * a.n_heads * (a.prefix_len + a.n_new) * D;
+    if (macs < 65536) body(0, 1); else pool.run(body);
     return;
   }
 #endif
