@@ -83,6 +83,7 @@ void matmul(const MatmulArgs& a, const float* x, const uint8_t* w, float* y, Thr
       q(job.act, 0, T);
     }
   }
+  if (tb.prepare) tb.prepare(job, kind);
   ColsFn cols = tb.cols[kind];
   pool.run([&](int tid, int nth) {
     int64_t n0, n1;

@@ -28,7 +28,8 @@ struct Job {
   size_t wrow;
   int64_t t, n, k;
   ActRows act;
-  float* y;  // F32[T,N]
+  float* y;                     // F32[T,N]
+  const void* extra = nullptr;  // per-call data a table's `prepare` built (AMX tile layouts)
 };
 
 // Computes y[:, n0:n1] for every row t.
@@ -36,10 +37,14 @@ using ColsFn = void (*)(const Job& job, int64_t n0, int64_t n1);
 // Quantizes activation rows [r0, r1) of job.act (block of 32 or 256 by `kind`).
 using QuantFn = void (*)(const ActRows& act, int64_t r0, int64_t r1);
 
+// Optional once-per-call step after quantization (single thread); may set job.extra.
+using PrepareFn = void (*)(Job& job, WKind kind);
+
 struct Table {
   Isa isa;
   QuantFn quant32, quant256;
   ColsFn cols[kNumKinds];
+  PrepareFn prepare = nullptr;
 };
 
 const Table& table_scalar();

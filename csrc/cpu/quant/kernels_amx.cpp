@@ -1,7 +1,200 @@
-// AMX table placeholder: AMX tiles are used only where they pay (large T); until then the
-// AVX-512 table serves.
+// AMX kernel table: the AVX-512 table, plus int8 tile matmuls for the legacy 32-block types when
+// several activation rows share the weights (T >= kAmxMinRows). A tile product gives the exact
+// per-block integer dots of 16 weight rows x 16 activation rows; the float epilogue then applies
+// dot_generic.h's per-block operations in block order, so the bits equal every other path.
 #include "cpu/quant/kernels.h"
 
+#if defined(__x86_64__) && defined(__GNUC__) && defined(__linux__)
+#include <immintrin.h>
+
+#include <cstdlib>
+#include <memory>
+#include <vector>
+
+#include "cpu/quant/isa.h"
+
+#pragma GCC push_options
+// GCC 12 flags the intrinsics' own `__Y = __Y` placeholders under a target pragma.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512vbmi,avx2,fma,f16c,bmi2,amx-tile,amx-int8")
+namespace eyas::cpu::quant {
+namespace amx_impl {
+#include "cpu/quant/dot_generic.h"
+#include "cpu/quant/simd_avx512.h"
+
+constexpr int64_t kAmxMinRows = 4;
+
+// Activations laid out for B tiles: per block b and group of 16 rows g, 8 rows (k/4) of
+// 16 rows x 4 bytes; plus per-block scales and sums transposed to [b][row] (rows padded to 16).
+struct Prep {
+  int8_t* vnni;
+  float* dx;
+  int32_t* sx;
+  int64_t groups, tp;
+};
+
+static uint8_t* grow(size_t bytes) {
+  struct Free {
+    void operator()(uint8_t* p) const { std::free(p); }
+  };
+  thread_local std::unique_ptr<uint8_t, Free> buf;
+  thread_local size_t cap = 0;
+  if (bytes > cap) {
+    cap = (bytes + 4095) / 4096 * 4096;
+    buf.reset(static_cast<uint8_t*>(std::aligned_alloc(64, cap)));
+    if (!buf) throw std::bad_alloc();
+  }
+  return buf.get();
+}
+
+static bool legacy(WKind k) { return k == kQ8_0 || k == kQ4_0 || k == kQ4_1 || k == kQ5_0 || k == kQ5_1; }
+
+void prepare(Job& job, WKind kind) {
+  job.extra = nullptr;
+  if (!legacy(kind) || job.t < kAmxMinRows || job.n < 16) return;
+  thread_local Prep prep;
+  const int64_t nb = job.k / 32, groups = (job.t + 15) / 16, tp = groups * 16;
+  const size_t vbytes = size_t(nb * groups * 512), fbytes = size_t(nb * tp * 4);
+  uint8_t* base = grow(vbytes + 2 * fbytes);
+  prep = {reinterpret_cast<int8_t*>(base), reinterpret_cast<float*>(base + vbytes),
+          reinterpret_cast<int32_t*>(base + vbytes + fbytes), groups, tp};
+  std::memset(base, 0, vbytes + 2 * fbytes);  // padded rows contribute zeros
+  for (int64_t t = 0; t < job.t; ++t) {
+    const int8_t* q = job.act.qs + t * job.k;
+    const int64_t g = t / 16, c = t % 16;
+    for (int64_t b = 0; b < nb; ++b) {
+      int8_t* tile = prep.vnni + (b * groups + g) * 512;
+      for (int r = 0; r < 8; ++r) std::memcpy(tile + r * 64 + c * 4, q + b * 32 + r * 4, 4);
+      prep.dx[b * tp + t] = job.act.d[t * job.act.d_per_row + b];
+      prep.sx[b * tp + t] = job.act.s[t * job.act.s_per_row + b];
+    }
+  }
+  job.extra = &prep;
+}
+
+struct alignas(64) TileConfig {
+  uint8_t palette = 1, start_row = 0, reserved[14] = {};
+  uint16_t colsb[16] = {};
+  uint8_t rows[16] = {};
+};
+
+// Weights of 16 rows as A tiles: per block, 16 rows x 32 element bytes (0..31 for 4/5-bit types).
+template <WKind K>
+static void unpack_tile(const uint8_t* w, size_t wrow, int64_t nb, uint8_t* out) {
+  constexpr int bytes = K == kQ4_0 ? kQ4_0Bytes : K == kQ4_1 ? kQ4_1Bytes : K == kQ5_0 ? kQ5_0Bytes : kQ5_1Bytes;
+  constexpr int qs_off = K == kQ4_0 ? 2 : K == kQ4_1 ? 4 : K == kQ5_0 ? 6 : 8;
+  for (int i = 0; i < 16; ++i) {
+    const uint8_t* row = w + i * wrow;
+    for (int64_t b = 0; b < nb; ++b) {
+      const uint8_t* blk = row + b * bytes;
+      uint8_t* o = out + (b * 16 + i) * 32;
+      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + qs_off));
+      __m128i lo = _mm_and_si128(v, _mm_set1_epi8(15)), hi = _mm_and_si128(_mm_srli_epi16(v, 4), _mm_set1_epi8(15));
+      if constexpr (K == kQ5_0 || K == kQ5_1) {
+        const uint32_t qh = rd32(blk + qs_off - 4);
+        const __m128i bit = _mm_set1_epi8(16);
+        lo = _mm_or_si128(lo, _mm_maskz_mov_epi8(__mmask16(qh & 0xffff), bit));
+        hi = _mm_or_si128(hi, _mm_maskz_mov_epi8(__mmask16(qh >> 16), bit));
+      }
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(o), lo);
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(o + 16), hi);
+    }
+  }
+}
+
+// One 16-column tile, every row group: acc[i][t] over blocks in order.
+template <WKind K>
+static void tile_cols(const Job& j, const Prep& p, int64_t n0, uint8_t* abuf) {
+  constexpr int bytes = K == kQ8_0 ? kQ8_0Bytes : K == kQ4_0 ? kQ4_0Bytes : K == kQ4_1 ? kQ4_1Bytes
+                        : K == kQ5_0 ? kQ5_0Bytes : kQ5_1Bytes;
+  constexpr bool has_min = K == kQ4_1 || K == kQ5_1;
+  constexpr int offset = K == kQ4_0 ? 8 : K == kQ5_0 ? 16 : 0;  // folded into the integer dot
+  const int64_t nb = j.k / 32;
+  const uint8_t* w = j.w + n0 * j.wrow;
+  if constexpr (K != kQ8_0) unpack_tile<K>(w, j.wrow, nb, abuf);
+  alignas(64) float dw[16], mw[16];
+  alignas(64) int32_t cbuf[2][16][16];
+  alignas(64) float obuf[16][16];
+  for (int64_t g = 0; g < p.groups; ++g) {
+    __m512 acc[16];
+    for (int i = 0; i < 16; ++i) acc[i] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+      _tile_zero(0);
+      if constexpr (K == kQ8_0) {
+        _tile_loadd(2, w + b * bytes + 2, long(j.wrow));
+        _tile_loadd(4, p.vnni + (b * p.groups + g) * 512, 64);
+        _tile_dpbssd(0, 2, 4);
+      } else {
+        _tile_loadd(2, abuf + b * 512, 32);
+        _tile_loadd(4, p.vnni + (b * p.groups + g) * 512, 64);
+        _tile_dpbusd(0, 2, 4);
+      }
+      _tile_stored(0, cbuf[b & 1], 64);
+      for (int i = 0; i < 16; ++i) {
+        dw[i] = h2f(rd16(w + i * j.wrow + b * bytes));
+        if constexpr (has_min) mw[i] = h2f(rd16(w + i * j.wrow + b * bytes + 2));
+      }
+      const __m512 dx = _mm512_loadu_ps(p.dx + b * p.tp + g * 16);
+      const __m512i sx = _mm512_loadu_si512(p.sx + b * p.tp + g * 16);
+      const __m512 dsx = _mm512_mul_ps(dx, _mm512_cvtepi32_ps(sx));
+      const __m512i corr = _mm512_mullo_epi32(sx, _mm512_set1_epi32(offset));
+      for (int i = 0; i < 16; ++i) {
+        __m512i iv = _mm512_load_si512(cbuf[b & 1][i]);
+        if constexpr (offset != 0) iv = _mm512_sub_epi32(iv, corr);
+        __m512 pv = _mm512_mul_ps(_mm512_cvtepi32_ps(iv), _mm512_mul_ps(_mm512_set1_ps(dw[i]), dx));
+        if constexpr (has_min) pv = _mm512_add_ps(pv, _mm512_mul_ps(_mm512_set1_ps(mw[i]), dsx));
+        acc[i] = _mm512_add_ps(acc[i], pv);
+      }
+    }
+    for (int i = 0; i < 16; ++i) _mm512_store_ps(obuf[i], acc[i]);
+    const int64_t rows = std::min<int64_t>(16, j.t - g * 16);
+    for (int64_t t = 0; t < rows; ++t)
+      for (int i = 0; i < 16; ++i) j.y[(g * 16 + t) * j.n + n0 + i] = obuf[i][t];
+  }
+}
+
+template <WKind K, ColsFn Fallback>
+void cols_amx(const Job& j, int64_t n0, int64_t n1) {
+  const Prep* p = static_cast<const Prep*>(j.extra);
+  const int64_t full = p ? n0 + (n1 - n0) / 16 * 16 : n0;
+  if (full > n0) {
+    TileConfig cfg;
+    cfg.rows[0] = 16, cfg.colsb[0] = 64;  // C: 16 weight rows x 16 activation rows of int32
+    cfg.rows[2] = 16, cfg.colsb[2] = 32;  // A: 16 weight rows x one block (32 bytes)
+    cfg.rows[4] = 8, cfg.colsb[4] = 64;   // B: 8 quads of k x 16 activation rows x 4 bytes
+    _tile_loadconfig(&cfg);
+    thread_local std::vector<uint8_t> abuf;
+    abuf.resize(size_t(j.k / 32) * 512 + 64);
+    uint8_t* a = reinterpret_cast<uint8_t*>((uintptr_t(abuf.data()) + 63) & ~uintptr_t(63));
+    for (int64_t n = n0; n < full; n += 16) tile_cols<K>(j, *p, n, a);
+    _tile_release();
+  }
+  if (full < n1) Fallback(j, full, n1);
+}
+
+}  // namespace amx_impl
+}  // namespace eyas::cpu::quant
+#pragma GCC pop_options
+
+namespace eyas::cpu::quant {
+const Table* table_amx() {
+  static const Table tb = [] {
+    using namespace amx_impl;
+    Table t = *table_avx512();
+    t.isa = Isa::Amx;
+    t.cols[kQ8_0] = &cols_amx<kQ8_0, &cols_generic<dot_q8_0_v, 32>>;
+    t.cols[kQ4_0] = &cols_amx<kQ4_0, &cols_generic<dot_q4_0_v, 32>>;
+    t.cols[kQ4_1] = &cols_amx<kQ4_1, &cols_generic<dot_q4_1_v, 32>>;
+    t.cols[kQ5_0] = &cols_amx<kQ5_0, &cols_generic<dot_q5_0, 32>>;
+    t.cols[kQ5_1] = &cols_amx<kQ5_1, &cols_generic<dot_q5_1, 32>>;
+    t.prepare = &prepare;
+    return t;
+  }();
+  return table_avx512() ? &tb : nullptr;
+}
+}  // namespace eyas::cpu::quant
+#else
 namespace eyas::cpu::quant {
 const Table* table_amx() { return nullptr; }
 }  // namespace eyas::cpu::quant
+#endif

@@ -1,0 +1,122 @@
+// Quantized matmul microbenchmark: every weight type at T = 1, 8, 32, 128 on the default model's
+// shapes, 1 and 2 threads. Prints one table: median time, GB/s of weight bytes, GOP/s and the
+// time ratio against T=1 (the speculative verify path needs T=32 to cost well under 2x T=1).
+// EYAS_BENCH_SCALE=k multiplies the time spent per row (default 1); EYAS_ISA forces a path.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "core/dtype.h"
+#include "core/thread_pool.h"
+#include "cpu/matmul.h"
+
+using namespace eyas;
+
+namespace {
+
+// Byte offsets of the f16 scale fields in one block; every other byte pattern is a valid block.
+std::vector<int> scale_fields(DType t) {
+  switch (t) {
+    case DType::Q8_0: case DType::Q4_0: case DType::Q5_0: return {0};
+    case DType::Q4_1: case DType::Q5_1: case DType::Q4_K: case DType::Q5_K: return {0, 2};
+    case DType::Q6_K: return {208};
+    default: return {};
+  }
+}
+
+uint16_t f2h_small(float f) {  // |f| < 1, normal range: enough for benchmark scales
+  uint32_t b;
+  std::memcpy(&b, &f, 4);
+  uint32_t sign = (b >> 16) & 0x8000u, exp = (b >> 23) & 0xff, man = (b >> 13) & 0x3ff;
+  if (exp < 113) return uint16_t(sign);
+  return uint16_t(sign | ((exp - 112) << 10) | man);
+}
+
+std::vector<uint8_t> random_weights(DType t, int64_t n, int64_t k, std::mt19937& rng) {
+  const auto& tr = type_traits(t);
+  std::vector<uint8_t> w(size_t(n) * row_bytes(t, k));
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  if (t == DType::F32) {
+    for (size_t i = 0; i < w.size() / 4; ++i) {
+      float v = nd(rng);
+      std::memcpy(&w[4 * i], &v, 4);
+    }
+    return w;
+  }
+  if (t == DType::F16 || t == DType::BF16) {
+    for (size_t i = 0; i < w.size() / 2; ++i) {
+      float v = nd(rng) * 0.5f;
+      uint16_t h;
+      if (t == DType::F16) {
+        h = f2h_small(v);
+      } else {
+        uint32_t b;
+        std::memcpy(&b, &v, 4);
+        h = uint16_t(b >> 16);
+      }
+      std::memcpy(&w[2 * i], &h, 2);
+    }
+    return w;
+  }
+  for (auto& b : w) b = uint8_t(rng());
+  for (size_t blk = 0; blk < w.size() / tr.block_bytes; ++blk)
+    for (int off : scale_fields(t)) {
+      uint16_t h = f2h_small(nd(rng) * 0.02f);
+      std::memcpy(&w[blk * tr.block_bytes + off], &h, 2);
+    }
+  return w;
+}
+
+double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+}  // namespace
+
+int main() {
+  const double scale = std::getenv("EYAS_BENCH_SCALE") ? std::atof(std::getenv("EYAS_BENCH_SCALE")) : 1.0;
+  const DType types[] = {DType::Q4_1, DType::Q8_0, DType::Q4_0, DType::Q5_0, DType::Q5_1, DType::Q4_K,
+                         DType::Q5_K, DType::Q6_K, DType::F16, DType::BF16, DType::F32};
+  const int64_t shapes[][2] = {{1536, 576}, {49152, 576}};  // N x K (K-quants: K = 768, next multiple of 256)
+  const int rows[] = {1, 8, 32, 128};
+  std::mt19937 rng(1234);
+  std::printf("bench_matmul  isa=%s  (time per call; GB/s = weight bytes / time; ratio = time / time at T=1)\n",
+              cpu::matmul_isa());
+  std::printf("%-5s %-11s %3s %4s %10s %8s %8s %7s\n", "type", "N x K", "thr", "T", "median_us", "GB/s", "GOP/s",
+              "ratio");
+  for (DType t : types) {
+    for (auto& s : shapes) {
+      const int64_t n = s[0], k = type_traits(t).block_elems == 256 ? 768 : s[1];
+      std::vector<uint8_t> w = random_weights(t, n, k, rng);
+      std::vector<float> x(size_t(128 * k)), y(size_t(128 * n));
+      std::normal_distribution<float> nd(0.0f, 1.0f);
+      for (auto& v : x) v = nd(rng);
+      for (int threads : {1, 2}) {
+        ThreadPool pool(threads);
+        double t1 = 0;
+        for (int T : rows) {
+          MatmulArgs a{T, int32_t(n), int32_t(k), int32_t(t)};
+          std::vector<double> times;
+          cpu::matmul(a, x.data(), w.data(), y.data(), pool);  // warm-up
+          double spent = 0;
+          while ((spent < 0.12 * scale && times.size() < size_t(200 * scale)) || times.size() < 3) {
+            double t0 = now();
+            cpu::matmul(a, x.data(), w.data(), y.data(), pool);
+            times.push_back(now() - t0);
+            spent += times.back();
+          }
+          std::nth_element(times.begin(), times.begin() + times.size() / 2, times.end());
+          const double med = times[times.size() / 2];
+          if (T == 1) t1 = med;
+          char shape[32];
+          std::snprintf(shape, sizeof shape, "%lldx%lld", (long long)n, (long long)k);
+          std::printf("%-5s %-11s %3d %4d %10.1f %8.2f %8.1f %7.2f\n", type_traits(t).name, shape, threads, T,
+                      med * 1e6, double(w.size()) / med / 1e9, 2.0 * T * n * k / med / 1e9, med / t1);
+        }
+      }
+    }
+  }
+  return 0;
+}
