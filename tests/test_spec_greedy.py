@@ -1,0 +1,108 @@
+"""Invariant 2 (DESIGN §3): greedy speculative output is bit-identical to plain greedy output, for
+random drafters (low acceptance) and a drafter fit to the target (high acceptance), over many
+prompts and tree shapes; after generation the target's KV holds exactly the plain run's rows."""
+
+import numpy as np
+import pytest
+
+from eyas import _core
+from eyas.generation import plain_steps
+from eyas.sampling import Sampler, SamplingParams
+from eyas.spec import SpeculativeGenerator, TreePolicy
+from tests.parity.cases_spec import build, random_checkpoint, tiny_target
+
+LAYERS = 8
+AUX = [2, LAYERS // 2, LAYERS - 3]
+POLICIES = [TreePolicy(1, 1, 2), TreePolicy.chain(4), TreePolicy(2, 3, 6), TreePolicy(4, 5, 16), TreePolicy(8, 6, 32)]
+
+
+def make_target(seed=3, mix=1.0):
+    """Tiny llama target; `mix` scales every layer's attention/FFN output (small = near-bigram model)."""
+    spec, core, _ = tiny_target(seed, layers=LAYERS, vocab=64)
+    for name in list(core):
+        if name.endswith(("attn_output", "ffn_down")):
+            arr, dt, shape = core[name]
+            core[name] = ((arr * mix).astype(np.float32), dt, shape)
+    return spec, core
+
+
+def take(steps, n):
+    out = []
+    for toks in steps:
+        out += toks
+        if len(out) >= n:
+            steps.close()
+            return out[:n]
+
+
+def probe_logits(target, length):
+    """Logits of a fixed probe token after the first `length` committed tokens."""
+    target.truncate(length)
+    return target.forward(np.array([5], np.int32), logits="last")["logits"]
+
+
+def check_equal(spec, core, drafter, prompts, policies, n_tokens):
+    plain_t = _core.Transformer(spec, core, max_context=256, aux_layers=AUX)
+    spec_t = _core.Transformer(spec, core, max_context=256, aux_layers=AUX)
+    accepted = 0
+    for prompt in prompts:
+        want = take(plain_steps(plain_t, prompt, Sampler()), n_tokens)
+        want_probe = probe_logits(plain_t, len(prompt) + n_tokens - 1)
+        for policy in policies:
+            gen = SpeculativeGenerator(spec_t, drafter, policy)
+            got = take(gen.steps(prompt, Sampler()), n_tokens)
+            assert got == want, f"policy {policy}: speculative output differs from plain greedy"
+            assert np.array_equal(probe_logits(spec_t, len(prompt) + n_tokens - 1).view(np.uint32),
+                                  want_probe.view(np.uint32)), f"policy {policy}: KV rows differ"
+            accepted += gen.metrics()["num_accepted_tokens"]
+    return accepted
+
+
+def test_random_drafter_matches_plain_greedy():
+    spec, core = make_target()
+    cfg, t = random_checkpoint(1, spec, draft_vocab=48)
+    drafter = build(spec, core, cfg, t)
+    rng = np.random.default_rng(0)
+    prompts = [rng.integers(0, 64, n).tolist() for n in (1, 3, 17, 40)]
+    check_equal(spec, core, drafter, prompts, POLICIES, 40)
+
+
+def test_perfectly_predictable_target_full_acceptance():
+    """A target whose output ignores its input (all-zero final norm: every logit 0, argmax 0) and a drafter
+    that always proposes token 0: every drafted token is accepted."""
+    spec, core = make_target()
+    H = spec["hidden_size"]
+    core["output_norm"] = (np.zeros(H, np.float32), 0, [H])
+    cfg, t = random_checkpoint(2, spec)
+    t["lm_head.weight"][:] = 0.0
+    t["d2t"][:] = 0
+    drafter = build(spec, core, cfg, t)
+    target = _core.Transformer(spec, core, max_context=256, aux_layers=AUX)
+    for policy in (TreePolicy.chain(5), TreePolicy.chain(1), TreePolicy(1, 3, 32)):
+        gen = SpeculativeGenerator(target, drafter, policy)
+        out = take(gen.steps([1, 2, 3], Sampler()), 61)
+        m = gen.metrics()
+        assert out == [0] * 61
+        assert m["mean_accepted_length"] == policy.depth + 1
+        assert m["accepted_per_pos"] == [m["num_drafts"]] * policy.depth
+
+
+def test_sampling_is_seeded():
+    spec, core = make_target()
+    cfg, t = random_checkpoint(1, spec, draft_vocab=48)
+    drafter = build(spec, core, cfg, t)
+    target = _core.Transformer(spec, core, max_context=256, aux_layers=AUX)
+    runs = []
+    for seed in (7, 7, 8):
+        sampler = Sampler(SamplingParams(temperature=5.0, top_p=0.95, seed=seed))
+        runs.append(take(SpeculativeGenerator(target, drafter, TreePolicy(3, 3, 8)).steps([4, 5, 6], sampler), 30))
+    assert runs[0] == runs[1] and runs[0] != runs[2]
+
+
+def test_aux_layer_mismatch_is_an_error():
+    spec, core = make_target()
+    cfg, t = random_checkpoint(1, spec)
+    drafter = build(spec, core, cfg, t)
+    target = _core.Transformer(spec, core, max_context=64, aux_layers=[1, 2, 3])
+    with pytest.raises(ValueError, match=r"\[spec\].*aux layers"):
+        SpeculativeGenerator(target, drafter)
