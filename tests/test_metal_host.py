@@ -20,11 +20,11 @@ def test_device_metal_is_a_clear_error_off_macos():
         _core.Device("metal")
 
 
-@pytest.mark.parametrize("src", ["csrc/metal/ops.cpp", "csrc/metal/kernel_names.h"])
-def test_host_cpp_compiles(src):
+def test_host_cpp_compiles():
+    src = "csrc/metal/ops.cpp"  # includes kernel_names.h, encoder.h, context.h
     cxx = shutil.which("clang++-19") or shutil.which("c++")
     if not cxx:
         pytest.skip("no C++ compiler")
-    r = subprocess.run([cxx, "-std=c++17", "-fsyntax-only", "-Wall", "-Wextra", "-Werror", "-Wno-pragma-once-outside-header", "-x", "c++",
+    r = subprocess.run([cxx, "-std=c++17", "-fsyntax-only", "-Wall", "-Wextra", "-Werror", "-x", "c++",
                         f"-I{ROOT / 'csrc'}", f"-I{ROOT}", str(ROOT / src)], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
