@@ -82,8 +82,8 @@ struct block_q6_K {
 
 // 6-bit scale and min of sub-block j (0..7) of a Q4_K / Q5_K super-block.
 inline uchar2 kquant_scale_min(const device uchar* s, int j) {
-  if (j < 4) return uchar2(s[j] & 63, s[j + 4] & 63);
-  return uchar2((s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4), (s[j + 4] >> 4) | ((s[j] >> 6) << 4));
+  if (j < 4) return uchar2(uchar(s[j] & 63), uchar(s[j + 4] & 63));
+  return uchar2(uchar((s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4)), uchar((s[j + 4] >> 4) | ((s[j] >> 6) << 4)));
 }
 
 // exp with the CPU kernels' exact operations (csrc/cpu/softmax_exp.h: Cephes-style range

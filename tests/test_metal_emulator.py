@@ -2,6 +2,8 @@
 barriers, divergent simd collectives, unwritten threadgroup reads, out-of-bounds accesses,
 host-contract errors), and the lowering step must reject code outside the MSL subset."""
 
+import ctypes
+
 import numpy as np
 import pytest
 
@@ -77,19 +79,15 @@ def test_host_contract_errors(emulator, call, message):
     x, w, y = np.ones((2, 8), np.float32), np.ones(8, np.float32), np.zeros((2, 8), np.float32)
     args = call.get("args", pack_args("RmsNormArgs", rows=2, dim=8, eps=1e-5))
     bufs = [x, w, y][:call.get("buffers", 3)]
-    if call.get("misalign"):
-        bufs[0] = np.frombuffer(np.ones(17 * 4, np.uint8).tobytes()[1:65], np.uint8).copy()  # any, then offset
-        emulator_offset = 1
     with pytest.raises(EmuError, match=message):
         if call.get("misalign"):
-            _dispatch_misaligned(emulator, args, emulator_offset)
+            _dispatch_misaligned(emulator, args, offset=1)
         else:
             emulator.dispatch(call.get("name", "rms_norm_f32"), args, bufs, call.get("grid", 2), call.get("tg", 32))
 
 
 def _dispatch_misaligned(emu, args, offset):
-    import ctypes
-
+    """rms_norm_f32 with float buffers starting `offset` bytes past a 16-byte boundary."""
     raw = np.zeros(256, np.uint8)
     base = raw.ctypes.data + (-raw.ctypes.data) % 16 + offset
     idx = (ctypes.c_uint32 * 3)(1, 2, 3)

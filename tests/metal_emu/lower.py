@@ -36,7 +36,7 @@ class Kernel:
 
 
 def _strip_comments(src: str) -> str:
-    """Blanks comments and string contents' line structure stays intact (same offsets)."""
+    """Replaces comments with spaces, keeping every offset and newline in place."""
 
     def blank(m: re.Match) -> str:
         return re.sub(r"[^\n]", " ", m.group(0))

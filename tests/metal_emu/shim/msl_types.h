@@ -71,8 +71,6 @@ inline V vmake(const A&... a) {
 
 }  // namespace msl
 
-#define MSL_CTOR3(name)                                           \
-  /* constructors for name2/name3/name4 */
 #define float2(...) ::msl::vmake<::float2>(__VA_ARGS__)
 #define float3(...) ::msl::vmake<::float3>(__VA_ARGS__)
 #define float4(...) ::msl::vmake<::float4>(__VA_ARGS__)
@@ -100,7 +98,6 @@ inline V vmake(const A&... a) {
 #define uchar2(...) ::msl::vmake<::uchar2>(__VA_ARGS__)
 #define uchar3(...) ::msl::vmake<::uchar3>(__VA_ARGS__)
 #define uchar4(...) ::msl::vmake<::uchar4>(__VA_ARGS__)
-#undef MSL_CTOR3
 
 namespace metal {
 
