@@ -63,6 +63,21 @@ def test_every_isa_gives_identical_bits(wtype, isa, threads):
         assert np.array_equal(_core.ops.matmul(x[5:6], w, wtype, (n, k)), want1), f"{wtype}: {name} T=1"
 
 
+@pytest.mark.parametrize("wtype", qr.LEGACY_TYPES + qr.K_TYPES)
+@pytest.mark.parametrize("blocks", [1, 2, 3, 5, 7])
+def test_isas_agree_on_short_rows(wtype, blocks, isa):
+    # Rows whose block count is not a multiple of the SIMD step (tail handling), N < one tile.
+    k = blocks * qr.BLOCK[wtype][0]
+    rng = np.random.default_rng(blocks)
+    x, w = rng.standard_normal((6, k), dtype=np.float32), qr.random_weights(rng, wtype, 5, k)
+    _core.ops.set_isa("scalar")
+    want = _core.ops.matmul(x, w, wtype, (5, k))
+    for name in _core.ops.available_isas():
+        _core.ops.set_isa(name)
+        assert np.array_equal(_core.ops.matmul(x, w, wtype, (5, k)), want), f"{wtype} {name} K={k}"
+        assert np.array_equal(_core.ops.matmul(x[2:3], w, wtype, (5, k)), want[2:3]), f"{wtype} {name} K={k} T=1"
+
+
 def test_q8_0_extreme_bytes_exact(isa):
     # Weights of -128 and activations at +-127 stress the integer tricks of the SIMD paths.
     k, n = 128, 20

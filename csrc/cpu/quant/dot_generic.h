@@ -10,7 +10,7 @@
 //   p_b = float(I1_b) * (d_b * dx_b) - float(I2_b) * (dmin_b * dx_b)    Q4_K, Q5_K (I2 = mins . sums)
 //   p_b = float(I_b) * (d_b * dx_b)                              Q6_K
 // Float weights: 16 lanes, lane[k % 16] += x[k] * w[k], folded 8, 4, 2, 1.
-// Any faster path must produce exactly these bits.
+// Any faster path must produce exactly these bits. The including TU defines H2F (f16 -> f32, exact).
 // (No include guard: included once per ISA namespace.)
 
 inline void quant_rows32(const ActRows& a, int64_t r0, int64_t r1) {
@@ -110,7 +110,7 @@ inline float dot_q8_0(const uint8_t* w, const XRow& x, int64_t nb) {
   float acc = 0.0f;
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* blk = w + b * kQ8_0Bytes;
-    acc = acc + float(idot_q8_0(blk, x.qs + b * 32)) * (h2f(rd16(blk)) * x.d[b]);
+    acc = acc + float(idot_q8_0(blk, x.qs + b * 32)) * (H2F(rd16(blk)) * x.d[b]);
   }
   return acc;
 }
@@ -120,7 +120,7 @@ inline float dot_q4_0(const uint8_t* w, const XRow& x, int64_t nb) {
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* blk = w + b * kQ4_0Bytes;
     int32_t i = idot_nib(blk + 2, x.qs + b * 32) - 8 * x.s[b];
-    acc = acc + float(i) * (h2f(rd16(blk)) * x.d[b]);
+    acc = acc + float(i) * (H2F(rd16(blk)) * x.d[b]);
   }
   return acc;
 }
@@ -130,7 +130,7 @@ inline float dot_q4_1(const uint8_t* w, const XRow& x, int64_t nb) {
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* blk = w + b * kQ4_1Bytes;
     int32_t i = idot_nib(blk + 4, x.qs + b * 32);
-    acc = acc + (float(i) * (h2f(rd16(blk)) * x.d[b]) + h2f(rd16(blk + 2)) * (x.d[b] * float(x.s[b])));
+    acc = acc + (float(i) * (H2F(rd16(blk)) * x.d[b]) + H2F(rd16(blk + 2)) * (x.d[b] * float(x.s[b])));
   }
   return acc;
 }
@@ -140,7 +140,7 @@ inline float dot_q5_0(const uint8_t* w, const XRow& x, int64_t nb) {
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* blk = w + b * kQ5_0Bytes;
     int32_t i = idot_nib5(blk + 2, blk + 6, x.qs + b * 32) - 16 * x.s[b];
-    acc = acc + float(i) * (h2f(rd16(blk)) * x.d[b]);
+    acc = acc + float(i) * (H2F(rd16(blk)) * x.d[b]);
   }
   return acc;
 }
@@ -150,7 +150,7 @@ inline float dot_q5_1(const uint8_t* w, const XRow& x, int64_t nb) {
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* blk = w + b * kQ5_1Bytes;
     int32_t i = idot_nib5(blk + 4, blk + 8, x.qs + b * 32);
-    acc = acc + (float(i) * (h2f(rd16(blk)) * x.d[b]) + h2f(rd16(blk + 2)) * (x.d[b] * float(x.s[b])));
+    acc = acc + (float(i) * (H2F(rd16(blk)) * x.d[b]) + H2F(rd16(blk + 2)) * (x.d[b] * float(x.s[b])));
   }
   return acc;
 }
@@ -175,7 +175,7 @@ inline float dot_q4_k(const uint8_t* w, const XRow& x, int64_t nb) {
       i1 += int32_t(sc[2 * c]) * lo + int32_t(sc[2 * c + 1]) * hi;
     }
     for (int j = 0; j < 8; ++j) i2 += int32_t(mn[j]) * (x.s[b * 16 + 2 * j] + x.s[b * 16 + 2 * j + 1]);
-    acc = acc + (float(i1) * (h2f(rd16(blk)) * x.d[b]) - float(i2) * (h2f(rd16(blk + 2)) * x.d[b]));
+    acc = acc + (float(i1) * (H2F(rd16(blk)) * x.d[b]) - float(i2) * (H2F(rd16(blk + 2)) * x.d[b]));
   }
   return acc;
 }
@@ -201,7 +201,7 @@ inline float dot_q5_k(const uint8_t* w, const XRow& x, int64_t nb) {
       i1 += int32_t(sc[2 * c]) * lo + int32_t(sc[2 * c + 1]) * hi;
     }
     for (int j = 0; j < 8; ++j) i2 += int32_t(mn[j]) * (x.s[b * 16 + 2 * j] + x.s[b * 16 + 2 * j + 1]);
-    acc = acc + (float(i1) * (h2f(rd16(blk)) * x.d[b]) - float(i2) * (h2f(rd16(blk + 2)) * x.d[b]));
+    acc = acc + (float(i1) * (H2F(rd16(blk)) * x.d[b]) - float(i2) * (H2F(rd16(blk + 2)) * x.d[b]));
   }
   return acc;
 }
@@ -228,7 +228,7 @@ inline float dot_q6_k(const uint8_t* w, const XRow& x, int64_t nb) {
     }
     int32_t i = 0;
     for (int g = 0; g < 16; ++g) i += int32_t(sc[g]) * (g16[g] - 32 * x.s[b * 16 + g]);
-    acc = acc + float(i) * (h2f(rd16(blk + 208)) * x.d[b]);
+    acc = acc + float(i) * (H2F(rd16(blk + 208)) * x.d[b]);
   }
   return acc;
 }
@@ -254,7 +254,7 @@ inline float dot_f32(const uint8_t* w, const XRow& x, int64_t k) {
 }
 inline float dot_f16(const uint8_t* w, const XRow& x, int64_t k) {
   const uint16_t* wh = reinterpret_cast<const uint16_t*>(w);
-  return dot_lanes16(x.x, k, [wh](int64_t i) { return h2f(wh[i]); });
+  return dot_lanes16(x.x, k, [wh](int64_t i) { return H2F(wh[i]); });
 }
 inline float dot_bf16(const uint8_t* w, const XRow& x, int64_t k) {
   const uint16_t* wh = reinterpret_cast<const uint16_t*>(w);

@@ -19,6 +19,7 @@
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512vbmi,avx2,fma,f16c,bmi2,amx-tile,amx-int8")
 namespace eyas::cpu::quant {
 namespace amx_impl {
+static inline float H2F(uint16_t h) { return _cvtsh_ss(h); }  // F16C: exact, as h2f
 #include "cpu/quant/dot_generic.h"
 #include "cpu/quant/simd_avx512.h"
 
@@ -112,7 +113,14 @@ static void tile_cols(const Job& j, const Prep& p, int64_t n0, uint8_t* abuf) {
   const int64_t nb = j.k / 32;
   const uint8_t* w = j.w + n0 * j.wrow;
   if constexpr (K != kQ8_0) unpack_tile<K>(w, j.wrow, nb, abuf);
-  alignas(64) float dw[16], mw[16];
+  // Scales of the 16 rows, all blocks, converted once and reused by every row group.
+  float* dw = reinterpret_cast<float*>(abuf + nb * 512);
+  float* mw = dw + nb * 16;
+  for (int i = 0; i < 16; ++i)
+    for (int64_t b = 0; b < nb; ++b) {
+      dw[b * 16 + i] = H2F(rd16(w + i * j.wrow + b * bytes));
+      if constexpr (has_min) mw[b * 16 + i] = H2F(rd16(w + i * j.wrow + b * bytes + 2));
+    }
   alignas(64) int32_t cbuf[2][16][16];
   alignas(64) float obuf[16][16];
   for (int64_t g = 0; g < p.groups; ++g) {
@@ -130,10 +138,6 @@ static void tile_cols(const Job& j, const Prep& p, int64_t n0, uint8_t* abuf) {
         _tile_dpbusd(0, 2, 4);
       }
       _tile_stored(0, cbuf[b & 1], 64);
-      for (int i = 0; i < 16; ++i) {
-        dw[i] = h2f(rd16(w + i * j.wrow + b * bytes));
-        if constexpr (has_min) mw[i] = h2f(rd16(w + i * j.wrow + b * bytes + 2));
-      }
       const __m512 dx = _mm512_loadu_ps(p.dx + b * p.tp + g * 16);
       const __m512i sx = _mm512_loadu_si512(p.sx + b * p.tp + g * 16);
       const __m512 dsx = _mm512_mul_ps(dx, _mm512_cvtepi32_ps(sx));
@@ -141,8 +145,8 @@ static void tile_cols(const Job& j, const Prep& p, int64_t n0, uint8_t* abuf) {
       for (int i = 0; i < 16; ++i) {
         __m512i iv = _mm512_load_si512(cbuf[b & 1][i]);
         if constexpr (offset != 0) iv = _mm512_sub_epi32(iv, corr);
-        __m512 pv = _mm512_mul_ps(_mm512_cvtepi32_ps(iv), _mm512_mul_ps(_mm512_set1_ps(dw[i]), dx));
-        if constexpr (has_min) pv = _mm512_add_ps(pv, _mm512_mul_ps(_mm512_set1_ps(mw[i]), dsx));
+        __m512 pv = _mm512_mul_ps(_mm512_cvtepi32_ps(iv), _mm512_mul_ps(_mm512_set1_ps(dw[b * 16 + i]), dx));
+        if constexpr (has_min) pv = _mm512_add_ps(pv, _mm512_mul_ps(_mm512_set1_ps(mw[b * 16 + i]), dsx));
         acc[i] = _mm512_add_ps(acc[i], pv);
       }
     }
@@ -164,7 +168,7 @@ void cols_amx(const Job& j, int64_t n0, int64_t n1) {
     cfg.rows[4] = 8, cfg.colsb[4] = 64;   // B: 8 quads of k x 16 activation rows x 4 bytes
     _tile_loadconfig(&cfg);
     thread_local std::vector<uint8_t> abuf;
-    abuf.resize(size_t(j.k / 32) * 512 + 64);
+    abuf.resize(size_t(j.k / 32) * (512 + 128) + 64);  // A tiles, then dw and mw
     uint8_t* a = reinterpret_cast<uint8_t*>((uintptr_t(abuf.data()) + 63) & ~uintptr_t(63));
     for (int64_t n = n0; n < full; n += 16) tile_cols<K>(j, *p, n, a);
     _tile_release();
@@ -183,8 +187,8 @@ const Table* table_amx() {
     Table t = *table_avx512();
     t.isa = Isa::Amx;
     t.cols[kQ8_0] = &cols_amx<kQ8_0, &cols_generic<dot_q8_0_v, 32>>;
-    t.cols[kQ4_0] = &cols_amx<kQ4_0, &cols_generic<dot_q4_0_v, 32>>;
-    t.cols[kQ4_1] = &cols_amx<kQ4_1, &cols_generic<dot_q4_1_v, 32>>;
+    t.cols[kQ4_0] = &cols_amx<kQ4_0, &cols_q4x4<false>>;
+    t.cols[kQ4_1] = &cols_amx<kQ4_1, &cols_q4x4<true>>;
     t.cols[kQ5_0] = &cols_amx<kQ5_0, &cols_generic<dot_q5_0, 32>>;
     t.cols[kQ5_1] = &cols_amx<kQ5_1, &cols_generic<dot_q5_1, 32>>;
     t.prepare = &prepare;

@@ -9,6 +9,7 @@
 #pragma GCC target("avx2,fma,f16c,bmi2")
 namespace eyas::cpu::quant {
 namespace avx2_impl {
+static inline float H2F(uint16_t h) { return _cvtsh_ss(h); }  // F16C: exact, as h2f
 #include "cpu/quant/dot_generic.h"
 }  // namespace avx2_impl
 }  // namespace eyas::cpu::quant

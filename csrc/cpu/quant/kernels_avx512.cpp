@@ -11,6 +11,7 @@
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512vbmi,avx2,fma,f16c,bmi2")
 namespace eyas::cpu::quant {
 namespace avx512_impl {
+static inline float H2F(uint16_t h) { return _cvtsh_ss(h); }  // F16C: exact, as h2f
 #include "cpu/quant/dot_generic.h"
 #include "cpu/quant/simd_avx512.h"
 }  // namespace avx512_impl
@@ -25,8 +26,8 @@ const Table* table_avx512() {
     t.isa = Isa::Avx512;
     fill_generic(t);
     t.cols[kQ8_0] = &cols_generic<dot_q8_0_v, 32>;
-    t.cols[kQ4_0] = &cols_generic<dot_q4_0_v, 32>;
-    t.cols[kQ4_1] = &cols_generic<dot_q4_1_v, 32>;
+    t.cols[kQ4_0] = &cols_q4x4<false>;
+    t.cols[kQ4_1] = &cols_q4x4<true>;
     return t;
   }();
   return &tb;

@@ -3,6 +3,7 @@
 
 namespace eyas::cpu::quant {
 namespace scalar_impl {
+static inline float H2F(uint16_t h) { return h2f(h); }
 #include "cpu/quant/dot_generic.h"
 }  // namespace scalar_impl
 

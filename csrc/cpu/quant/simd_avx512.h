@@ -74,7 +74,7 @@ static inline float dot_q8_0_v(const uint8_t* w, const XRow& x, int64_t nb) {
   }
   for (; b < nb; ++b) {
     const uint8_t* blk = w + b * kQ8_0Bytes;
-    acc = acc + float(idot_q8_0(blk, x.qs + b * 32)) * (h2f(rd16(blk)) * x.d[b]);
+    acc = acc + float(idot_q8_0(blk, x.qs + b * 32)) * (H2F(rd16(blk)) * x.d[b]);
   }
   return acc;
 }
@@ -95,7 +95,7 @@ static inline float dot_q4_0_v(const uint8_t* w, const XRow& x, int64_t nb) {
   }
   for (; b < nb; ++b) {
     const uint8_t* blk = w + b * kQ4_0Bytes;
-    acc = acc + float(idot_nib(blk + 2, x.qs + b * 32) - 8 * x.s[b]) * (h2f(rd16(blk)) * x.d[b]);
+    acc = acc + float(idot_nib(blk + 2, x.qs + b * 32) - 8 * x.s[b]) * (H2F(rd16(blk)) * x.d[b]);
   }
   return acc;
 }
@@ -118,7 +118,112 @@ static inline float dot_q4_1_v(const uint8_t* w, const XRow& x, int64_t nb) {
   for (; b < nb; ++b) {
     const uint8_t* blk = w + b * kQ4_1Bytes;
     int32_t i = idot_nib(blk + 4, x.qs + b * 32);
-    acc = acc + (float(i) * (h2f(rd16(blk)) * x.d[b]) + h2f(rd16(blk + 2)) * (x.d[b] * float(x.s[b])));
+    acc = acc + (float(i) * (H2F(rd16(blk)) * x.d[b]) + H2F(rd16(blk + 2)) * (x.d[b] * float(x.s[b])));
   }
   return acc;
+}
+
+// ---- Q4_0 / Q4_1, 4 weight rows x 4 blocks per step ----------------------------------------
+// The per-block integer sums of 4 rows are reduced together (lane 4*i + c = row c, block i) and
+// the float epilogue runs on 16 lanes at once; each row still adds its blocks in order.
+
+struct Q4Perm {
+  alignas(64) uint8_t qs[64];       // nibble bytes of 4 blocks from two 64-byte loads
+  alignas(64) uint16_t pair[32];    // d (and m) of 4 blocks of 2 rows
+  alignas(64) uint16_t merge[32];   // [16 d][16 m] in lane order 4*i + c
+};
+
+template <int B, int QO>
+static const Q4Perm& q4_perm() {
+  static const Q4Perm p = [] {
+    Q4Perm q{};
+    constexpr int second = 4 * B - 64;  // the second load ends exactly at the 4th block's end
+    for (int i = 0; i < 4; ++i)
+      for (int j = 0; j < 16; ++j) {
+        int off = B * i + QO + j;
+        q.qs[16 * i + j] = uint8_t(off < 64 ? off : 64 + off - second);
+      }
+    for (int i = 0; i < 4; ++i)
+      for (int c = 0; c < 2; ++c) {
+        q.pair[2 * i + c] = uint16_t(32 * c + (B / 2) * i);
+        q.pair[8 + 2 * i + c] = uint16_t(32 * c + (B / 2) * i + 1);
+      }
+    for (int i = 0; i < 4; ++i)
+      for (int c = 0; c < 4; ++c) {
+        q.merge[4 * i + c] = uint16_t((c < 2 ? 0 : 32) + 2 * i + (c & 1));
+        q.merge[16 + 4 * i + c] = uint16_t((c < 2 ? 0 : 32) + 8 + 2 * i + (c & 1));
+      }
+    return q;
+  }();
+  return p;
+}
+
+template <bool kMin>
+static inline void dot4_q4(const uint8_t* const* wc, const XRow& x, int64_t nb, float* out) {
+  constexpr int B = kMin ? kQ4_1Bytes : kQ4_0Bytes, QO = kMin ? 4 : 2, second = 4 * B - 64;
+  const Q4Perm& pm = q4_perm<B, QO>();
+  const __m512i pq = _mm512_load_si512(pm.qs), pp = _mm512_load_si512(pm.pair), pg = _mm512_load_si512(pm.merge);
+  const __m512i m4 = _mm512_set1_epi8(0x0F);
+  const __m512i bcast = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+  __m128 acc = _mm_setzero_ps();
+  for (int64_t b = 0; b < nb; b += 4) {
+    const int nblk = int(nb - b < 4 ? nb - b : 4);
+    // Masked loads never touch bytes past the last block of a row.
+    const uint64_t bytes = uint64_t(nblk) * B;
+    const __mmask64 k0 = bytes >= 64 ? ~__mmask64(0) : (__mmask64(1) << bytes) - 1;
+    const __mmask64 k1 = bytes <= uint64_t(second) ? 0 : ((bytes - second) >= 64 ? ~__mmask64(0) : (__mmask64(1) << (bytes - second)) - 1);
+    const __mmask64 kx = nblk >= 2 ? ~__mmask64(0) : (__mmask64(1) << (32 * nblk)) - 1;
+    const __mmask64 kx2 = nblk >= 4 ? ~__mmask64(0) : (nblk <= 2 ? 0 : (__mmask64(1) << (32 * (nblk - 2))) - 1);
+    const __m512i xa = _mm512_maskz_loadu_epi8(kx, x.qs + b * 32), xb = _mm512_maskz_loadu_epi8(kx2, x.qs + b * 32 + 64);
+    const __m512i xlo = _mm512_permutex2var_epi64(xa, _mm512_setr_epi64(0, 1, 4, 5, 8, 9, 12, 13), xb);
+    const __m512i xhi = _mm512_permutex2var_epi64(xa, _mm512_setr_epi64(2, 3, 6, 7, 10, 11, 14, 15), xb);
+    __m512i a[4], l0[4];
+    for (int c = 0; c < 4; ++c) {
+      const uint8_t* p = wc[c] + b * B;
+      l0[c] = _mm512_maskz_loadu_epi8(k0, p);
+      const __m512i l1 = _mm512_maskz_loadu_epi8(k1, p + second);
+      const __m512i q = _mm512_permutex2var_epi8(l0[c], pq, l1);
+      const __m512i lo = _mm512_and_si512(q, m4), hi = _mm512_and_si512(_mm512_srli_epi16(q, 4), m4);
+      a[c] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, xlo), hi, xhi);
+    }
+    const __m512i t01 = _mm512_add_epi32(_mm512_unpacklo_epi32(a[0], a[1]), _mm512_unpackhi_epi32(a[0], a[1]));
+    const __m512i t23 = _mm512_add_epi32(_mm512_unpacklo_epi32(a[2], a[3]), _mm512_unpackhi_epi32(a[2], a[3]));
+    __m512i u = _mm512_add_epi32(_mm512_unpacklo_epi64(t01, t23), _mm512_unpackhi_epi64(t01, t23));
+    const __mmask8 k4 = __mmask8((1u << nblk) - 1);
+    const __m512 dx = _mm512_permutexvar_ps(bcast, _mm512_castps128_ps512(_mm_maskz_loadu_ps(k4, x.d + b)));
+    const __m512i sx = _mm512_permutexvar_epi32(bcast, _mm512_castsi128_si512(_mm_maskz_loadu_epi32(k4, x.s + b)));
+    const __m512i s01 = _mm512_permutex2var_epi16(l0[0], pp, l0[1]), s23 = _mm512_permutex2var_epi16(l0[2], pp, l0[3]);
+    const __m512i sc = _mm512_permutex2var_epi16(s01, pg, s23);
+    const __m512 dw = _mm512_cvtph_ps(_mm512_castsi512_si256(sc));
+    __m512 p;
+    if constexpr (kMin) {
+      const __m512 mw = _mm512_cvtph_ps(_mm512_extracti64x4_epi64(sc, 1));
+      p = _mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(u), _mm512_mul_ps(dw, dx)),
+                        _mm512_mul_ps(mw, _mm512_mul_ps(dx, _mm512_cvtepi32_ps(sx))));
+    } else {
+      u = _mm512_sub_epi32(u, _mm512_slli_epi32(sx, 3));
+      p = _mm512_mul_ps(_mm512_cvtepi32_ps(u), _mm512_mul_ps(dw, dx));
+    }
+    acc = _mm_add_ps(acc, _mm512_castps512_ps128(p));
+    if (nblk > 1) acc = _mm_add_ps(acc, _mm512_extractf32x4_ps(p, 1));
+    if (nblk > 2) acc = _mm_add_ps(acc, _mm512_extractf32x4_ps(p, 2));
+    if (nblk > 3) acc = _mm_add_ps(acc, _mm512_extractf32x4_ps(p, 3));
+  }
+  _mm_storeu_ps(out, acc);
+}
+
+// Columns in groups of 4 (a short last group repeats its last row and drops the copies).
+template <bool kMin>
+void cols_q4x4(const Job& j, int64_t n0, int64_t n1) {
+  const int64_t nb = j.k / 32;
+  for (int64_t n = n0; n < n1; n += 4) {
+    const uint8_t* wc[4];
+    for (int c = 0; c < 4; ++c) wc[c] = j.w + (n + c < n1 ? n + c : n1 - 1) * j.wrow;
+    const int64_t cols = n1 - n < 4 ? n1 - n : 4;
+    for (int64_t t = 0; t < j.t; ++t) {
+      float out[4];
+      dot4_q4<kMin>(wc, xrow(j.act, t), nb, out);
+      for (int64_t c = 0; c < cols; ++c) j.y[t * j.n + n + c] = out[c];
+    }
+  }
 }
