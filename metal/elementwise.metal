@@ -31,7 +31,7 @@ kernel void sigmoid_mul_f32(constant ElementwiseArgs& a [[buffer(0)]],
                             device float* y [[buffer(3)]],        // [rows, cols]
                             uint i [[thread_position_in_grid]]) {
   if (i >= ulong(a.rows) * a.cols) return;
-  y[i] = x[i] * (1.0f / (1.0f + eyas_exp(-g[i])));
+  y[i] = x[i] / (1.0f + eyas_exp(-g[i]));
 }
 
 kernel void scale_f32(constant ElementwiseArgs& a [[buffer(0)]],

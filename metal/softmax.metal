@@ -1,6 +1,6 @@
-// Row softmax / log-softmax of x / temperature, argmax and top-k. One threadgroup per row;
-// each thread scans a fixed strided subset and partials combine in a fixed order, so a row's
-// bits depend only on the threadgroup size (batch invariance).
+// Row softmax / log-softmax of z = (x - max x) / temperature (as the CPU op), argmax and top-k.
+// One threadgroup per row; each thread scans a fixed strided subset and partials combine in a
+// fixed order, so a row's bits depend only on the threadgroup size (batch invariance).
 #include <metal_stdlib>
 #include "common.h"
 #include "kernel_args.h"
@@ -21,19 +21,18 @@ kernel void softmax_f32(constant SoftmaxArgs& a [[buffer(0)]],
   device float* yr = y + ulong(row) * a.cols;
   float m = -INFINITY;
   if (live)
-    for (int i = int(tid); i < a.cols; i += int(ntg)) m = max(m, xr[i] / a.temperature);
+    for (int i = int(tid); i < a.cols; i += int(ntg)) m = max(m, xr[i]);
   m = tg_max(m, scratch, sgitg, tiisg, nsg);
   float s = 0.0f;
   if (live)
-    for (int i = int(tid); i < a.cols; i += int(ntg)) s += eyas_exp(xr[i] / a.temperature - m);
+    for (int i = int(tid); i < a.cols; i += int(ntg)) s += eyas_exp((xr[i] - m) / a.temperature);
   s = tg_sum(s, scratch, sgitg, tiisg, nsg);
   if (!live) return;  // after the last barrier
   if (a.log) {
     const float ls = log(s);
-    for (int i = int(tid); i < a.cols; i += int(ntg)) yr[i] = (xr[i] / a.temperature - m) - ls;
+    for (int i = int(tid); i < a.cols; i += int(ntg)) yr[i] = (xr[i] - m) / a.temperature - ls;
   } else {
-    const float inv = 1.0f / s;
-    for (int i = int(tid); i < a.cols; i += int(ntg)) yr[i] = eyas_exp(xr[i] / a.temperature - m) * inv;
+    for (int i = int(tid); i < a.cols; i += int(ntg)) yr[i] = eyas_exp((xr[i] - m) / a.temperature) / s;
   }
 }
 
