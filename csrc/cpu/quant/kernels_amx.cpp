@@ -126,18 +126,40 @@ static void tile_cols(const Job& j, const Prep& p, int64_t n0, uint8_t* abuf) {
   for (int64_t g = 0; g < p.groups; ++g) {
     __m512 acc[16];
     for (int i = 0; i < 16; ++i) acc[i] = _mm512_setzero_ps();
-    for (int64_t b = 0; b < nb; ++b) {
-      _tile_zero(0);
-      if constexpr (K == kQ8_0) {
-        _tile_loadd(2, w + b * bytes + 2, long(j.wrow));
-        _tile_loadd(4, p.vnni + (b * p.groups + g) * 512, 64);
-        _tile_dpbssd(0, 2, 4);
+    // Two blocks in flight: the tile products of blocks b+1 and b+2 run during block b's epilogue.
+    // Tile ids are immediates, hence the parity branches (C 0/1, A 2/3, B 4/5).
+    auto issue = [&](int64_t b) {
+      const int8_t* bt = p.vnni + (b * p.groups + g) * 512;
+      if (b & 1) {
+        _tile_zero(1);
+        _tile_loadd(5, bt, 64);
+        if constexpr (K == kQ8_0) {
+          _tile_loadd(3, w + b * bytes + 2, long(j.wrow));
+          _tile_dpbssd(1, 3, 5);
+        } else {
+          _tile_loadd(3, abuf + b * 512, 32);
+          _tile_dpbusd(1, 3, 5);
+        }
       } else {
-        _tile_loadd(2, abuf + b * 512, 32);
-        _tile_loadd(4, p.vnni + (b * p.groups + g) * 512, 64);
-        _tile_dpbusd(0, 2, 4);
+        _tile_zero(0);
+        _tile_loadd(4, bt, 64);
+        if constexpr (K == kQ8_0) {
+          _tile_loadd(2, w + b * bytes + 2, long(j.wrow));
+          _tile_dpbssd(0, 2, 4);
+        } else {
+          _tile_loadd(2, abuf + b * 512, 32);
+          _tile_dpbusd(0, 2, 4);
+        }
       }
-      _tile_stored(0, cbuf[b & 1], 64);
+    };
+    issue(0);
+    if (nb > 1) issue(1);
+    for (int64_t b = 0; b < nb; ++b) {
+      if (b & 1)
+        _tile_stored(1, cbuf[1], 64);
+      else
+        _tile_stored(0, cbuf[0], 64);
+      if (b + 2 < nb) issue(b + 2);
       const __m512 dx = _mm512_loadu_ps(p.dx + b * p.tp + g * 16);
       const __m512i sx = _mm512_loadu_si512(p.sx + b * p.tp + g * 16);
       const __m512 dsx = _mm512_mul_ps(dx, _mm512_cvtepi32_ps(sx));
@@ -163,9 +185,11 @@ void cols_amx(const Job& j, int64_t n0, int64_t n1) {
   const int64_t full = p ? n0 + (n1 - n0) / 16 * 16 : n0;
   if (full > n0) {
     TileConfig cfg;
-    cfg.rows[0] = 16, cfg.colsb[0] = 64;  // C: 16 weight rows x 16 activation rows of int32
-    cfg.rows[2] = 16, cfg.colsb[2] = 32;  // A: 16 weight rows x one block (32 bytes)
-    cfg.rows[4] = 8, cfg.colsb[4] = 64;   // B: 8 quads of k x 16 activation rows x 4 bytes
+    for (int c = 0; c < 2; ++c) {
+      cfg.rows[0 + c] = 16, cfg.colsb[0 + c] = 64;  // C: 16 weight rows x 16 activation rows of int32
+      cfg.rows[2 + c] = 16, cfg.colsb[2 + c] = 32;  // A: 16 weight rows x one block (32 bytes)
+      cfg.rows[4 + c] = 8, cfg.colsb[4 + c] = 64;   // B: 8 quads of k x 16 activation rows x 4 bytes
+    }
     _tile_loadconfig(&cfg);
     thread_local std::vector<uint8_t> abuf;
     abuf.resize(size_t(j.k / 32) * (512 + 128) + 64);  // A tiles, then dw and mw
@@ -187,10 +211,10 @@ const Table* table_amx() {
     Table t = *table_avx512();
     t.isa = Isa::Amx;
     t.cols[kQ8_0] = &cols_amx<kQ8_0, &cols_generic<dot_q8_0_v, 32>>;
-    t.cols[kQ4_0] = &cols_amx<kQ4_0, &cols_q4x4<false>>;
-    t.cols[kQ4_1] = &cols_amx<kQ4_1, &cols_q4x4<true>>;
-    t.cols[kQ5_0] = &cols_amx<kQ5_0, &cols_generic<dot_q5_0, 32>>;
-    t.cols[kQ5_1] = &cols_amx<kQ5_1, &cols_generic<dot_q5_1, 32>>;
+    t.cols[kQ4_0] = &cols_amx<kQ4_0, &cols_q4x4<kQ4_0>>;
+    t.cols[kQ4_1] = &cols_amx<kQ4_1, &cols_q4x4<kQ4_1>>;
+    t.cols[kQ5_0] = &cols_amx<kQ5_0, &cols_q4x4<kQ5_0>>;
+    t.cols[kQ5_1] = &cols_amx<kQ5_1, &cols_q4x4<kQ5_1>>;
     t.prepare = &prepare;
     return t;
   }();

@@ -26,8 +26,10 @@ const Table* table_avx512() {
     t.isa = Isa::Avx512;
     fill_generic(t);
     t.cols[kQ8_0] = &cols_generic<dot_q8_0_v, 32>;
-    t.cols[kQ4_0] = &cols_q4x4<false>;
-    t.cols[kQ4_1] = &cols_q4x4<true>;
+    t.cols[kQ4_0] = &cols_q4x4<kQ4_0>;
+    t.cols[kQ4_1] = &cols_q4x4<kQ4_1>;
+    t.cols[kQ5_0] = &cols_q4x4<kQ5_0>;
+    t.cols[kQ5_1] = &cols_q4x4<kQ5_1>;
     return t;
   }();
   return &tb;

@@ -123,7 +123,7 @@ static inline float dot_q4_1_v(const uint8_t* w, const XRow& x, int64_t nb) {
   return acc;
 }
 
-// ---- Q4_0 / Q4_1, 4 weight rows x 4 blocks per step ----------------------------------------
+// ---- Q4_0 / Q4_1 / Q5_0 / Q5_1, 4 weight rows x 4 blocks per step ----------------------------------------
 // The per-block integer sums of 4 rows are reduced together (lane 4*i + c = row c, block i) and
 // the float epilogue runs on 16 lanes at once; each row still adds its blocks in order.
 
@@ -131,6 +131,10 @@ struct Q4Perm {
   alignas(64) uint8_t qs[64];       // nibble bytes of 4 blocks from two 64-byte loads
   alignas(64) uint16_t pair[32];    // d (and m) of 4 blocks of 2 rows
   alignas(64) uint16_t merge[32];   // [16 d][16 m] in lane order 4*i + c
+  // Q5 blocks are too long for all four scales to sit in the first load:
+  alignas(64) uint16_t one[32];     // [d0..d3 m0..m3] of one row from its two loads
+  alignas(64) uint16_t two[32];     // 8 words of row a, then 8 of row b
+  alignas(64) uint16_t merge2[32];  // [16 d][16 m] in lane order 4*i + c from two `two`s
 };
 
 template <int B, int QO>
@@ -153,14 +157,25 @@ static const Q4Perm& q4_perm() {
         q.merge[4 * i + c] = uint16_t((c < 2 ? 0 : 32) + 2 * i + (c & 1));
         q.merge[16 + 4 * i + c] = uint16_t((c < 2 ? 0 : 32) + 8 + 2 * i + (c & 1));
       }
+    for (int i = 0; i < 4; ++i)
+      for (int h = 0; h < 2; ++h) {  // h = 0: d, h = 1: m (2 bytes later)
+        int off = B * i + 2 * h;
+        q.one[4 * h + i] = uint16_t(off + 2 <= 64 ? off / 2 : 32 + (off - second) / 2);
+      }
+    for (int k = 0; k < 16; ++k) q.two[k] = uint16_t(k < 8 ? k : 32 + k - 8);
+    for (int i = 0; i < 4; ++i)
+      for (int c = 0; c < 4; ++c)
+        for (int h = 0; h < 2; ++h) q.merge2[16 * h + 4 * i + c] = uint16_t((c < 2 ? 0 : 32) + 8 * (c & 1) + 4 * h + i);
     return q;
   }();
   return p;
 }
 
-template <bool kMin>
+template <WKind K>
 static inline void dot4_q4(const uint8_t* const* wc, const XRow& x, int64_t nb, float* out) {
-  constexpr int B = kMin ? kQ4_1Bytes : kQ4_0Bytes, QO = kMin ? 4 : 2, second = 4 * B - 64;
+  constexpr bool kMin = K == kQ4_1 || K == kQ5_1, kFive = K == kQ5_0 || K == kQ5_1;
+  constexpr int B = K == kQ4_0 ? kQ4_0Bytes : K == kQ4_1 ? kQ4_1Bytes : K == kQ5_0 ? kQ5_0Bytes : kQ5_1Bytes;
+  constexpr int QO = B - 16, second = 4 * B - 64, kShift = kFive ? 4 : 3;  // offset 8 or 16 = 1 << kShift
   const Q4Perm& pm = q4_perm<B, QO>();
   const __m512i pq = _mm512_load_si512(pm.qs), pp = _mm512_load_si512(pm.pair), pg = _mm512_load_si512(pm.merge);
   const __m512i m4 = _mm512_set1_epi8(0x0F);
@@ -177,13 +192,24 @@ static inline void dot4_q4(const uint8_t* const* wc, const XRow& x, int64_t nb, 
     const __m512i xa = _mm512_maskz_loadu_epi8(kx, x.qs + b * 32), xb = _mm512_maskz_loadu_epi8(kx2, x.qs + b * 32 + 64);
     const __m512i xlo = _mm512_permutex2var_epi64(xa, _mm512_setr_epi64(0, 1, 4, 5, 8, 9, 12, 13), xb);
     const __m512i xhi = _mm512_permutex2var_epi64(xa, _mm512_setr_epi64(2, 3, 6, 7, 10, 11, 14, 15), xb);
-    __m512i a[4], l0[4];
+    __m512i a[4], l0[4], l1[4];
     for (int c = 0; c < 4; ++c) {
       const uint8_t* p = wc[c] + b * B;
       l0[c] = _mm512_maskz_loadu_epi8(k0, p);
-      const __m512i l1 = _mm512_maskz_loadu_epi8(k1, p + second);
-      const __m512i q = _mm512_permutex2var_epi8(l0[c], pq, l1);
-      const __m512i lo = _mm512_and_si512(q, m4), hi = _mm512_and_si512(_mm512_srli_epi16(q, 4), m4);
+      l1[c] = _mm512_maskz_loadu_epi8(k1, p + second);
+      const __m512i q = _mm512_permutex2var_epi8(l0[c], pq, l1[c]);
+      __m512i lo = _mm512_and_si512(q, m4), hi = _mm512_and_si512(_mm512_srli_epi16(q, 4), m4);
+      if constexpr (kFive) {  // fifth bits: bit j of a block's qh belongs to element j
+        uint64_t mlo = 0, mhi = 0;
+        for (int i = 0; i < nblk; ++i) {
+          const uint32_t qh = rd32(p + B * i + QO - 4);
+          mlo |= uint64_t(qh & 0xffff) << (16 * i);
+          mhi |= uint64_t(qh >> 16) << (16 * i);
+        }
+        const __m512i sixteen = _mm512_set1_epi8(16);
+        lo = _mm512_mask_add_epi8(lo, __mmask64(mlo), lo, sixteen);
+        hi = _mm512_mask_add_epi8(hi, __mmask64(mhi), hi, sixteen);
+      }
       a[c] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, xlo), hi, xhi);
     }
     const __m512i t01 = _mm512_add_epi32(_mm512_unpacklo_epi32(a[0], a[1]), _mm512_unpackhi_epi32(a[0], a[1]));
@@ -192,8 +218,17 @@ static inline void dot4_q4(const uint8_t* const* wc, const XRow& x, int64_t nb, 
     const __mmask8 k4 = __mmask8((1u << nblk) - 1);
     const __m512 dx = _mm512_permutexvar_ps(bcast, _mm512_castps128_ps512(_mm_maskz_loadu_ps(k4, x.d + b)));
     const __m512i sx = _mm512_permutexvar_epi32(bcast, _mm512_castsi128_si512(_mm_maskz_loadu_epi32(k4, x.s + b)));
-    const __m512i s01 = _mm512_permutex2var_epi16(l0[0], pp, l0[1]), s23 = _mm512_permutex2var_epi16(l0[2], pp, l0[3]);
-    const __m512i sc = _mm512_permutex2var_epi16(s01, pg, s23);
+    __m512i sc;
+    if constexpr (3 * B + 4 <= 64) {  // every scale in the first load
+      const __m512i s01 = _mm512_permutex2var_epi16(l0[0], pp, l0[1]), s23 = _mm512_permutex2var_epi16(l0[2], pp, l0[3]);
+      sc = _mm512_permutex2var_epi16(s01, pg, s23);
+    } else {
+      const __m512i p1 = _mm512_load_si512(pm.one), p2 = _mm512_load_si512(pm.two);
+      __m512i r[4];
+      for (int c = 0; c < 4; ++c) r[c] = _mm512_permutex2var_epi16(l0[c], p1, l1[c]);
+      const __m512i s01 = _mm512_permutex2var_epi16(r[0], p2, r[1]), s23 = _mm512_permutex2var_epi16(r[2], p2, r[3]);
+      sc = _mm512_permutex2var_epi16(s01, _mm512_load_si512(pm.merge2), s23);
+    }
     const __m512 dw = _mm512_cvtph_ps(_mm512_castsi512_si256(sc));
     __m512 p;
     if constexpr (kMin) {
@@ -201,7 +236,7 @@ static inline void dot4_q4(const uint8_t* const* wc, const XRow& x, int64_t nb, 
       p = _mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(u), _mm512_mul_ps(dw, dx)),
                         _mm512_mul_ps(mw, _mm512_mul_ps(dx, _mm512_cvtepi32_ps(sx))));
     } else {
-      u = _mm512_sub_epi32(u, _mm512_slli_epi32(sx, 3));
+      u = _mm512_sub_epi32(u, _mm512_slli_epi32(sx, kShift));
       p = _mm512_mul_ps(_mm512_cvtepi32_ps(u), _mm512_mul_ps(dw, dx));
     }
     acc = _mm_add_ps(acc, _mm512_castps512_ps128(p));
@@ -213,7 +248,7 @@ static inline void dot4_q4(const uint8_t* const* wc, const XRow& x, int64_t nb, 
 }
 
 // Columns in groups of 4 (a short last group repeats its last row and drops the copies).
-template <bool kMin>
+template <WKind K>
 void cols_q4x4(const Job& j, int64_t n0, int64_t n1) {
   const int64_t nb = j.k / 32;
   for (int64_t n = n0; n < n1; n += 4) {
@@ -222,7 +257,7 @@ void cols_q4x4(const Job& j, int64_t n0, int64_t n1) {
     const int64_t cols = n1 - n < 4 ? n1 - n : 4;
     for (int64_t t = 0; t < j.t; ++t) {
       float out[4];
-      dot4_q4<kMin>(wc, xrow(j.act, t), nb, out);
+      dot4_q4<K>(wc, xrow(j.act, t), nb, out);
       for (int64_t c = 0; c < cols; ++c) j.y[t * j.n + n + c] = out[c];
     }
   }
