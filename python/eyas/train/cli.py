@@ -48,18 +48,31 @@ def _tokenize_prompts(tok, rows, max_prompt):
     return out
 
 
-def generate_responses(target, prompts, max_new, batch, temps, device, seed=0, desc="generate", fp32=False):
-    """prompts: list of id lists; temps: per-prompt temperature -> list of response id lists."""
+def generate_responses(target, prompts, max_new, batch, temps, device, seed=0, desc="generate", fp32=False, max_minutes=0.0):
+    """prompts: list of id lists; temps: per-prompt temperature -> list of response id lists.
+
+    Batches group prompts of similar length and run in random order, so a time budget
+    (max_minutes > 0: no new batch starts after it) drops an unbiased subset (None entries).
+    """
+    import random
+
     import torch
     from tqdm import tqdm
 
     from .generate import generate_batch
 
     order = sorted(range(len(prompts)), key=lambda i: len(prompts[i]))
+    starts = list(range(0, len(order), batch))
+    if max_minutes > 0:
+        random.Random(seed).shuffle(starts)
     res = [None] * len(prompts)
     amp = device.type == "cuda" and not fp32
     kv_dtype = torch.bfloat16 if amp else torch.float32
-    for s in tqdm(range(0, len(order), batch), desc=desc, mininterval=5):
+    t0 = time.time()
+    for s in tqdm(starts, desc=desc, mininterval=5):
+        if max_minutes > 0 and time.time() - t0 > 60 * max_minutes:
+            _log(f"[train] generation time budget reached; {sum(r is not None for r in res)} of {len(res)} done")
+            break
         rows = order[s:s + batch]
         with torch.autocast(device.type, dtype=torch.bfloat16, enabled=amp):
             outs = generate_batch(target, [prompts[i] for i in rows], max_new, [temps[i] for i in rows], seed=seed + s, dtype=kv_dtype)
@@ -83,7 +96,9 @@ def cmd_generate(a):
     temps = [0.0 if rng.random() < a.greedy_frac else a.temperature for _ in items]
     target = _load_target(a.gguf, dev)
     t0 = time.time()
-    resp = generate_responses(target, [i for i, _ in items], a.max_new, a.batch, temps, dev, a.seed)
+    resp = generate_responses(target, [i for i, _ in items], a.max_new, a.batch, temps, dev, a.seed, max_minutes=a.max_minutes)
+    keep = [j for j, r in enumerate(resp) if r is not None]
+    items, resp, temps = [items[j] for j in keep], [resp[j] for j in keep], [temps[j] for j in keep]
     data = Sequences.from_lists([i for i, _ in items], resp, temps, [1 if r["kind"] == "code" else 0 for _, r in items])
     data.save(a.out)
     n_resp = int(sum(len(r) for r in resp))
@@ -205,6 +220,7 @@ def add_arguments(p: argparse.ArgumentParser):
     s.add_argument("--greedy-frac", type=float, default=0.5)
     s.add_argument("--temperature", type=float, default=0.7)
     s.add_argument("--limit", type=int, default=0)
+    s.add_argument("--max-minutes", type=float, default=0.0, help="stop starting new batches after this")
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--device", default="auto")
     s.add_argument("--log")

@@ -52,12 +52,16 @@ def rms_norm(x, w, eps):
     return (y * w.float()).to(x.dtype)
 
 
-def rope_interleaved(x, pos, theta):
-    """x: [B, T, heads, hd]; pos: [B, T] int. Rotates pairs (2i, 2i+1) (GGUF llama layout)."""
+def rope_tables(pos, hd, theta):
+    """pos: [B, T] int -> (cos, sin) each [B, T, 1, hd/2], computed once per forward."""
+    inv = theta ** (-torch.arange(0, hd, 2, device=pos.device, dtype=torch.float32) / hd)  # [hd/2]
+    ang = pos.float()[..., None] * inv
+    return ang.cos()[:, :, None, :], ang.sin()[:, :, None, :]
+
+
+def rope_interleaved(x, cos, sin):
+    """x: [B, T, heads, hd]. Rotates pairs (2i, 2i+1) (GGUF llama layout)."""
     hd = x.shape[-1]
-    inv = theta ** (-torch.arange(0, hd, 2, device=x.device, dtype=torch.float32) / hd)  # [hd/2]
-    ang = pos.float()[..., None] * inv  # [B, T, hd/2]
-    cos, sin = ang.cos()[:, :, None, :], ang.sin()[:, :, None, :]
     xf = x.float().unflatten(-1, (hd // 2, 2))
     a, b = xf[..., 0], xf[..., 1]
     out = torch.stack((a * cos - b * sin, a * sin + b * cos), -1).flatten(-2)
@@ -139,9 +143,11 @@ class GGUFLlama(torch.nn.Module):
             S, start = kv[0].shape[3], int(cache_pos)
         qi = torch.arange(T, device=dev)[:, None] + start
         ki = torch.arange(S, device=dev)[None, :]
-        mask = (ki <= qi)[None, None]  # [1, 1, T, S] causal in slots
+        S = start + T  # slots beyond the newest entry are never read
+        mask = (ki[:, :S] <= qi)[None, None]  # [1, 1, T, S] causal in slots
         if key_mask is not None:
-            mask = mask & key_mask[:, None, None, :]
+            mask = mask & key_mask[:, None, None, :S]
+        cos, sin = rope_tables(pos, c.head_dim, c.rope_theta)
         aux = []
         for i in range(c.num_layers):
             if want_aux and i in c.aux_layers:
@@ -151,15 +157,13 @@ class GGUFLlama(torch.nn.Module):
             q = (h @ self.w(p + "attn_q.weight").T).view(B, T, c.num_heads, c.head_dim)
             k = (h @ self.w(p + "attn_k.weight").T).view(B, T, c.num_kv_heads, c.head_dim)
             v = (h @ self.w(p + "attn_v.weight").T).view(B, T, c.num_kv_heads, c.head_dim)
-            q, k = rope_interleaved(q, pos, c.rope_theta), rope_interleaved(k, pos, c.rope_theta)
+            q, k = rope_interleaved(q, cos, sin), rope_interleaved(k, cos, sin)
             q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)  # [B, heads, T, hd]
             if kv is not None:
                 kv[0][i, :, :, start:start + T] = k.to(kv[0].dtype)
                 kv[1][i, :, :, start:start + T] = v.to(kv[1].dtype)
-                k, v = kv[0][i].to(q.dtype), kv[1][i].to(q.dtype)
-            rep = c.num_heads // c.num_kv_heads
-            k, v = k.repeat_interleave(rep, 1), v.repeat_interleave(rep, 1)
-            a = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+                k, v = kv[0][i][:, :, : start + T].to(q.dtype), kv[1][i][:, :, : start + T].to(q.dtype)
+            a = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=c.num_heads != c.num_kv_heads)
             a = a.transpose(1, 2).reshape(B, T, c.num_heads * c.head_dim)
             x = x + a @ self.w(p + "attn_output.weight").T
             h = rms_norm(x, self.w(p + "ffn_norm.weight"), c.rms_eps)

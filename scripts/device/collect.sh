@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Wait (up to $1 seconds) for /tmp/w/DONE, then copy logs, eval results and exported drafters to
+# $OUT (files > 16 MiB are split into .partNN pieces; at most 8 files come back).
+W=/tmp/w
+T=${1:-560}
+t0=$(date +%s)
+while [ ! -f $W/DONE ] && [ $(( $(date +%s) - t0 )) -lt "$T" ]; do sleep 10; done
+tail -c 3000 $W/pipeline.log
+mkdir -p $OUT
+cp $W/pipeline.log $OUT/ 2>/dev/null
+cat $W/runs/*/train_log.jsonl > $OUT/train_logs.jsonl 2>/dev/null
+cp $W/eval.json $OUT/ 2>/dev/null
+for m in eagle3 hass; do
+  if [ -f $W/runs/$m/export/model.safetensors ] && [ -f $W/DONE ]; then
+    tar -C $W/runs/$m -cf $W/$m.tar export
+    split -b 15M -d $W/$m.tar $OUT/$m.tar.part
+  fi
+done
+ls -la $OUT; [ -f $W/DONE ] && echo PIPELINE_DONE || echo PIPELINE_RUNNING
