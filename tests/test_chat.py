@@ -36,13 +36,7 @@ def test_bad_inputs():
 
 
 def test_default_model_template():
-    from eyas.models.default import default_model_path
+    from tests.fixtures.default_model import load_or_skip
 
-    try:
-        path = default_model_path()
-    except ValueError as e:
-        pytest.skip(str(e))
-    from eyas.loaders import load_model
-
-    text = load_model(path).chat_template.render("What is 2+2?")
+    text = load_or_skip().chat_template.render("What is 2+2?")
     assert text.startswith("<|im_start|>system\n") and text.endswith("<|im_start|>user\nWhat is 2+2?<|im_end|>\n<|im_start|>assistant\n")

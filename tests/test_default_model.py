@@ -35,9 +35,9 @@ def test_located_without_importing_the_package():
 
 
 def test_default_spec():
-    from eyas.loaders import load_model
+    from tests.fixtures.default_model import load_or_skip
 
-    m = load_model(_path_or_skip())
+    m = load_or_skip()
     s = m.spec
     assert (s["arch"], s["num_layers"], s["hidden_size"], s["num_heads"], s["num_kv_heads"]) == ("llama", 30, 576, 9, 3)
     assert s["rope_style"] == "interleaved" and s["tie_embeddings"] and s["vocab_size"] == 49152
@@ -48,13 +48,13 @@ def test_default_spec():
 def test_runtime_top1_agrees_with_dequantized_reference():
     """Top-1 agreement over ~250 positions of real text; disagreements only where the reference is unsure."""
     from tests.fixtures import backend
-    from eyas.loaders import load_model
+    from tests.fixtures.default_model import load_or_skip
 
     if not backend.have_runtime():
         pytest.skip("needs _core.Transformer")
     from eyas import _core
 
-    m = load_model(_path_or_skip())
+    m = load_or_skip()
     text = ("The Eiffel Tower is a wrought-iron lattice tower on the Champ de Mars in Paris, France. It is named "
             "after the engineer Gustave Eiffel, whose company designed and built the tower from 1887 to 1889. "
             "def fibonacci(n):\n    if n < 2:\n        return n\n    return fibonacci(n - 1) + fibonacci(n - 2)\n"

@@ -72,15 +72,9 @@ def test_incremental_decoder_reassembles_multibyte_text():
 
 @pytest.fixture(scope="module")
 def smollm():
-    from eyas.models.default import default_model_path
+    from tests.fixtures.default_model import load_or_skip
 
-    try:
-        path = default_model_path()
-    except ValueError as e:
-        pytest.skip(str(e))
-    from eyas.loaders import load_model
-
-    return load_model(path).tokenizer
+    return load_or_skip().tokenizer
 
 
 def test_smollm_round_trip(smollm):
