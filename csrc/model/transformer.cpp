@@ -70,7 +70,7 @@ Tensor reshape(const Tensor& t, std::vector<int64_t> shape) {
 }  // namespace
 
 Transformer::Transformer(ModelSpec spec, WeightMap weights, int max_context, std::vector<int> aux_layers,
-                         std::shared_ptr<Device> device, int chunk)
+                         std::shared_ptr<Device> device, int chunk, bool fuse)
     : spec_(std::move(spec)),
       device_(std::move(device)),
       aux_layers_(std::move(aux_layers)),
@@ -82,12 +82,26 @@ Transformer::Transformer(ModelSpec spec, WeightMap weights, int max_context, std
   for (int a : aux_layers_)
     if (a < 0 || a > spec_.num_layers)
       fail(kOp, "aux layer " + std::to_string(a) + " out of range [0, " + std::to_string(spec_.num_layers) + "]");
-  load(weights);
+  load(weights, fuse);
   inv_freq_ = Tensor::empty(DType::F32, {int64_t(spec_.rope_inv_freq.size())});
   std::memcpy(inv_freq_.data<float>(), spec_.rope_inv_freq.data(), inv_freq_.nbytes());
 }
 
-void Transformer::load(WeightMap& w) {
+// Rows of several same-typed tensors stacked into one new tensor (a copy).
+static Tensor concat_rows(const std::vector<const Tensor*>& parts) {
+  std::vector<int64_t> shape = parts[0]->shape;
+  shape[0] = 0;
+  for (const Tensor* p : parts) shape[0] += p->dim(0);
+  Tensor out = Tensor::empty(parts[0]->dtype, shape);
+  size_t off = 0;
+  for (const Tensor* p : parts) {
+    std::memcpy(out.data<uint8_t>() + off, p->data<uint8_t>(), p->nbytes());
+    off += p->nbytes();
+  }
+  return out;
+}
+
+void Transformer::load(WeightMap& w, bool fuse) {
   const ModelSpec& s = spec_;
   const int64_t H = s.hidden_size, V = s.vocab_size, D = s.head_dim;
   const int64_t q_rows = int64_t(s.num_heads) * D * (s.attn_output_gate ? 2 : 1), kv_rows = int64_t(s.num_kv_heads) * D;
@@ -109,6 +123,10 @@ void Transformer::load(WeightMap& w) {
     if (s.qk_norm) {
       L.q_norm = take(w, p + "attn_q_norm", {D}, true);
       L.k_norm = take(w, p + "attn_k_norm", {D}, true);
+    }
+    if (fuse && L.wq.dtype == L.wk.dtype && L.wq.dtype == L.wv.dtype) {
+      L.wqkv = concat_rows({&L.wq, &L.wk, &L.wv});
+      if (s.qkv_bias) L.bqkv = concat_rows({&L.bq, &L.bk, &L.bv});
     }
     L.wo = take(w, p + "attn_output", {H, int64_t(s.num_heads) * D}, false);
     L.ffn_norm = take(w, p + "ffn_norm", {H}, true);
@@ -132,6 +150,7 @@ void Transformer::load(WeightMap& w) {
       L.gate = take(w, p + "ffn_gate", {I, H}, false);
       L.up = take(w, p + "ffn_up", {I, H}, false);
       L.down = take(w, p + "ffn_down", {H, I}, false);
+      if (fuse && L.gate.dtype == L.up.dtype) L.wgu = concat_rows({&L.gate, &L.up});
     }
     layers_.push_back(std::move(L));
   }
@@ -151,9 +170,15 @@ void Transformer::ensure_scratch(int n) {
   c.q = s.attn_output_gate ? f32(Hq * D) : c.qf;
   if (s.attn_output_gate) c.gate_q = f32(Hq * D);
   c.k = f32(Hkv * D), c.v = f32(Hkv * D), c.o = f32(Hq * D);
-  bool dense = false, moe = false;
-  for (const Layer& L : layers_) (L.moe ? moe : dense) = true;
+  bool dense = false, moe = false, fused_qkv = false, fused_gu = false;
+  for (const Layer& L : layers_) {
+    (L.moe ? moe : dense) = true;
+    fused_qkv = fused_qkv || L.wqkv.defined();
+    fused_gu = fused_gu || L.wgu.defined();
+  }
+  if (fused_qkv) c.qkv = f32(c.qf.dim(1) + 2 * Hkv * D);
   if (dense) c.ff_gate = f32(s.intermediate_size), c.ff_up = f32(s.intermediate_size);
+  if (fused_gu) c.gu = f32(2 * int64_t(s.intermediate_size));
   if (moe) {
     c.router = f32(s.moe.num_experts);
     if (s.moe.shared_expert_intermediate_size > 0) {
@@ -248,6 +273,25 @@ ForwardResult Transformer::forward(const ForwardInput& in) {
   return r;
 }
 
+// Splits the columns of a fused matmul output [t, sum of widths] into the given [t, width]
+// tensors: for one row they are plain views (no dispatch), for more rows copies.
+static void split_cols(Encoder& enc, const Tensor& fused, std::initializer_list<Tensor*> parts) {
+  const int64_t t = fused.dim(0);
+  int64_t col = 0;
+  for (Tensor* p : parts) {
+    const int64_t w = p->dim(1);
+    if (t == 1) {
+      Tensor v = fused;
+      v.offset = fused.offset + size_t(col) * sizeof(float);
+      v.shape = {1, w};
+      *p = v;
+    } else {
+      ops::copy_cols(enc, fused, int(col), *p, 0, int(w));
+    }
+    col += w;
+  }
+}
+
 void Transformer::encode_layer(Encoder& enc, int l, int t, int slot0, int prefix, const Tensor& mask) {
   const ModelSpec& s = spec_;
   const Layer& L = layers_[l];
@@ -258,10 +302,17 @@ void Transformer::encode_layer(Encoder& enc, int l, int t, int slot0, int prefix
 
   // Attention block.
   ops::rms_norm(enc, x, L.attn_norm, xn, eps);
-  ops::matmul(enc, xn, L.wq, qf);
-  ops::matmul(enc, xn, L.wk, k);
-  ops::matmul(enc, xn, L.wv, v);
-  if (s.qkv_bias) {
+  if (L.wqkv.defined()) {
+    Tensor qkv = rows(s_.qkv, 0, t);
+    ops::matmul(enc, xn, L.wqkv, qkv);
+    if (s.qkv_bias) ops::add(enc, qkv, L.bqkv, qkv);
+    split_cols(enc, qkv, {&qf, &k, &v});
+  } else {
+    ops::matmul(enc, xn, L.wq, qf);
+    ops::matmul(enc, xn, L.wk, k);
+    ops::matmul(enc, xn, L.wv, v);
+  }
+  if (s.qkv_bias && !L.wqkv.defined()) {
     ops::add(enc, qf, L.bq, qf);
     ops::add(enc, k, L.bk, k);
     ops::add(enc, v, L.bv, v);
@@ -294,8 +345,14 @@ void Transformer::encode_layer(Encoder& enc, int l, int t, int slot0, int prefix
   ops::rms_norm(enc, x, L.ffn_norm, xn, eps);
   if (!L.moe) {
     Tensor g = rows(s_.ff_gate, 0, t), u = rows(s_.ff_up, 0, t);
-    ops::matmul(enc, xn, L.gate, g);
-    ops::matmul(enc, xn, L.up, u);
+    if (L.wgu.defined()) {
+      Tensor gu = rows(s_.gu, 0, t);
+      ops::matmul(enc, xn, L.wgu, gu);
+      split_cols(enc, gu, {&g, &u});
+    } else {
+      ops::matmul(enc, xn, L.gate, g);
+      ops::matmul(enc, xn, L.up, u);
+    }
     ops::silu_mul(enc, g, u, g);
     ops::matmul(enc, g, L.down, proj);
   } else {

@@ -34,8 +34,10 @@ struct ForwardInput {
 class Transformer {
  public:
   // chunk: rows per prefill step; results do not depend on it (batch-invariant kernels).
+  // fuse: concatenate q/k/v and gate/up weights of one type into one matmul each (fewer
+  // dispatches per token; same bits, since every output column is its own dot product).
   Transformer(ModelSpec spec, WeightMap weights, int max_context, std::vector<int> aux_layers,
-              std::shared_ptr<Device> device, int chunk = 256);
+              std::shared_ptr<Device> device, int chunk = 256, bool fuse = true);
 
   ForwardResult forward(const ForwardInput& in);
   // nodes: indices into the last forward's rows (strictly increasing); keeps them at length..length+m.
@@ -53,17 +55,19 @@ class Transformer {
  private:
   struct Layer {
     Tensor attn_norm, wq, wk, wv, bq, bk, bv, q_norm, k_norm, wo, ffn_norm;
+    Tensor wqkv, bqkv;                                             // fused q|k|v (optional)
     Tensor gate, up, down;                                         // dense FFN
+    Tensor wgu;                                                    // fused gate|up (optional)
     bool moe = false;
     Tensor router, gate_exps, up_exps, down_exps;                  // MoE
     Tensor gate_shexp, up_shexp, down_shexp, gate_inp_shexp;       // shared expert (optional)
   };
   struct Scratch {
     int rows = 0;
-    Tensor ids, pos, x, xn, qf, q, gate_q, k, v, o, proj, ff_gate, ff_up, router, sh_gate, sh_up, sh_out, sh_g;
+    Tensor ids, pos, x, xn, qkv, gu, qf, q, gate_q, k, v, o, proj, ff_gate, ff_up, router, sh_gate, sh_up, sh_out, sh_g;
   };
 
-  void load(WeightMap& w);
+  void load(WeightMap& w, bool fuse);
   void ensure_scratch(int rows);
   void validate_input(const ForwardInput& in, std::vector<int32_t>& positions) const;
   void encode_layer(Encoder& enc, int l, int t, int slot0, int prefix, const Tensor& mask);
