@@ -156,81 +156,91 @@ inline float dot_q5_1(const uint8_t* w, const XRow& x, int64_t nb) {
 }
 
 // ---- K-quants: 256-blocks ------------------------------------------------------------------
+// A block is unpacked once into element-order quants (0..63) and integer scales; its integer
+// dots with every activation row follow. Loops are plain so each ISA vectorizes them.
 
-inline float dot_q4_k(const uint8_t* w, const XRow& x, int64_t nb) {
-  float acc = 0.0f;
-  for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* blk = w + b * kQ4_KBytes;
-    const uint8_t* qs = blk + 16;
-    const int8_t* xq = x.qs + b * 256;
-    uint8_t sc[8], mn[8];
-    kquant_scales(blk + 4, sc, mn);
-    int32_t i1 = 0, i2 = 0;
-    for (int c = 0; c < 4; ++c) {
-      int32_t lo = 0, hi = 0;
-      for (int l = 0; l < 32; ++l) {
-        lo += int32_t(qs[32 * c + l] & 15) * int32_t(xq[64 * c + l]);
-        hi += int32_t(qs[32 * c + l] >> 4) * int32_t(xq[64 * c + 32 + l]);
-      }
-      i1 += int32_t(sc[2 * c]) * lo + int32_t(sc[2 * c + 1]) * hi;
-    }
-    for (int j = 0; j < 8; ++j) i2 += int32_t(mn[j]) * (x.s[b * 16 + 2 * j] + x.s[b * 16 + 2 * j + 1]);
-    acc = acc + (float(i1) * (H2F(rd16(blk)) * x.d[b]) - float(i2) * (H2F(rd16(blk + 2)) * x.d[b]));
-  }
-  return acc;
+struct KBlock {
+  uint8_t q[256];
+  int32_t sc[16], mn[8];  // Q4_K/Q5_K: 8 scales + 8 mins per 32; Q6_K: 16 signed scales per 16
+  float d, dmin;
+};
+
+inline int32_t idot_u8s8(const uint8_t* a, const int8_t* b, int n) {
+  int32_t s = 0;
+  for (int j = 0; j < n; ++j) s += int32_t(a[j]) * int32_t(b[j]);
+  return s;
 }
 
-inline float dot_q5_k(const uint8_t* w, const XRow& x, int64_t nb) {
-  float acc = 0.0f;
-  for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* blk = w + b * kQ5_KBytes;
-    const uint8_t* qh = blk + 16;
-    const uint8_t* qs = blk + 48;
-    const int8_t* xq = x.qs + b * 256;
-    uint8_t sc[8], mn[8];
-    kquant_scales(blk + 4, sc, mn);
-    int32_t i1 = 0, i2 = 0;
-    for (int c = 0; c < 4; ++c) {
-      int32_t lo = 0, hi = 0;
-      for (int l = 0; l < 32; ++l) {
-        int32_t ql = int32_t((qs[32 * c + l] & 15) | (((qh[l] >> (2 * c)) & 1) << 4));
-        int32_t qu = int32_t((qs[32 * c + l] >> 4) | (((qh[l] >> (2 * c + 1)) & 1) << 4));
-        lo += ql * int32_t(xq[64 * c + l]);
-        hi += qu * int32_t(xq[64 * c + 32 + l]);
-      }
-      i1 += int32_t(sc[2 * c]) * lo + int32_t(sc[2 * c + 1]) * hi;
-    }
-    for (int j = 0; j < 8; ++j) i2 += int32_t(mn[j]) * (x.s[b * 16 + 2 * j] + x.s[b * 16 + 2 * j + 1]);
-    acc = acc + (float(i1) * (H2F(rd16(blk)) * x.d[b]) - float(i2) * (H2F(rd16(blk + 2)) * x.d[b]));
-  }
-  return acc;
-}
-
-inline float dot_q6_k(const uint8_t* w, const XRow& x, int64_t nb) {
-  float acc = 0.0f;
-  for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* blk = w + b * kQ6_KBytes;
-    const int8_t* sc = reinterpret_cast<const int8_t*>(blk + 192);
-    const int8_t* xq = x.qs + b * 256;
-    int32_t g16[16];  // unsigned-q dot of each 16-group; element e belongs to group e / 16
-    for (int g = 0; g < 16; ++g) g16[g] = 0;
+template <WKind K>
+inline void unpack_kblock(const uint8_t* blk, KBlock& u) {
+  if constexpr (K == kQ6_K) {
     for (int h = 0; h < 2; ++h) {
       const uint8_t* ql = blk + 64 * h;
       const uint8_t* qh = blk + 128 + 32 * h;
-      const int8_t* xh = xq + 128 * h;
+      uint8_t* q = u.q + 128 * h;
       for (int l = 0; l < 32; ++l) {
-        const int g = 8 * h + l / 16;
-        g16[g] += int32_t((ql[l] & 15) | (((qh[l] >> 0) & 3) << 4)) * int32_t(xh[l]);
-        g16[g + 2] += int32_t((ql[l + 32] & 15) | (((qh[l] >> 2) & 3) << 4)) * int32_t(xh[l + 32]);
-        g16[g + 4] += int32_t((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) * int32_t(xh[l + 64]);
-        g16[g + 6] += int32_t((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) * int32_t(xh[l + 96]);
+        q[l] = uint8_t((ql[l] & 15) | ((qh[l] & 3) << 4));
+        q[l + 32] = uint8_t((ql[l + 32] & 15) | (((qh[l] >> 2) & 3) << 4));
+        q[l + 64] = uint8_t((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4));
+        q[l + 96] = uint8_t((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4));
       }
     }
-    int32_t i = 0;
-    for (int g = 0; g < 16; ++g) i += int32_t(sc[g]) * (g16[g] - 32 * x.s[b * 16 + g]);
-    acc = acc + float(i) * (H2F(rd16(blk + 208)) * x.d[b]);
+    for (int g = 0; g < 16; ++g) u.sc[g] = int8_t(blk[192 + g]);
+    u.d = H2F(rd16(blk + 208));
+  } else {
+    const uint8_t* qs = blk + (K == kQ5_K ? 48 : 16);
+    for (int c = 0; c < 4; ++c)
+      for (int l = 0; l < 32; ++l) {
+        u.q[64 * c + l] = uint8_t(qs[32 * c + l] & 15);
+        u.q[64 * c + 32 + l] = uint8_t(qs[32 * c + l] >> 4);
+      }
+    if constexpr (K == kQ5_K) {
+      const uint8_t* qh = blk + 16;
+      for (int c = 0; c < 4; ++c)
+        for (int l = 0; l < 32; ++l) {
+          u.q[64 * c + l] = uint8_t(u.q[64 * c + l] | (((qh[l] >> (2 * c)) & 1) << 4));
+          u.q[64 * c + 32 + l] = uint8_t(u.q[64 * c + 32 + l] | (((qh[l] >> (2 * c + 1)) & 1) << 4));
+        }
+    }
+    uint8_t sc[8], mn[8];
+    kquant_scales(blk + 4, sc, mn);
+    for (int j = 0; j < 8; ++j) u.sc[j] = sc[j], u.mn[j] = mn[j];
+    u.d = H2F(rd16(blk));
+    u.dmin = H2F(rd16(blk + 2));
   }
-  return acc;
+}
+
+// p_b of the definition for one unpacked block and one activation row (block b of that row).
+template <WKind K>
+inline float kblock_term(const KBlock& u, const XRow& x, int64_t b) {
+  const int8_t* xq = x.qs + b * 256;
+  const int32_t* bs = x.s + b * 16;
+  if constexpr (K == kQ6_K) {
+    int32_t i = 0;
+    for (int g = 0; g < 16; ++g) i += u.sc[g] * (idot_u8s8(u.q + 16 * g, xq + 16 * g, 16) - 32 * bs[g]);
+    return float(i) * (u.d * x.d[b]);
+  } else {
+    int32_t i1 = 0, i2 = 0;
+    for (int j = 0; j < 8; ++j) i1 += u.sc[j] * idot_u8s8(u.q + 32 * j, xq + 32 * j, 32);
+    for (int j = 0; j < 8; ++j) i2 += u.mn[j] * (bs[2 * j] + bs[2 * j + 1]);
+    return float(i1) * (u.d * x.d[b]) - float(i2) * (u.dmin * x.d[b]);
+  }
+}
+
+// Every activation row at once: each weight block is unpacked once per call.
+template <WKind K>
+void cols_kquant(const Job& j, int64_t n0, int64_t n1) {
+  constexpr int bytes = K == kQ4_K ? kQ4_KBytes : K == kQ5_K ? kQ5_KBytes : kQ6_KBytes;
+  const int64_t nb = j.k / 256;
+  KBlock u;
+  for (int64_t n = n0; n < n1; ++n) {
+    const uint8_t* wr = j.w + n * j.wrow;
+    for (int64_t t = 0; t < j.t; ++t) j.y[t * j.n + n] = 0.0f;
+    for (int64_t b = 0; b < nb; ++b) {
+      unpack_kblock<K>(wr + b * bytes, u);
+      for (int64_t t = 0; t < j.t; ++t) j.y[t * j.n + n] = j.y[t * j.n + n] + kblock_term<K>(u, xrow(j.act, t), b);
+    }
+  }
 }
 
 // ---- float weights: 16 fixed lanes ---------------------------------------------------------
@@ -284,7 +294,7 @@ inline void fill_generic(Table& tb) {
   tb.cols[kQ4_1] = &cols_generic<dot_q4_1, 32>;
   tb.cols[kQ5_0] = &cols_generic<dot_q5_0, 32>;
   tb.cols[kQ5_1] = &cols_generic<dot_q5_1, 32>;
-  tb.cols[kQ4_K] = &cols_generic<dot_q4_k, 256>;
-  tb.cols[kQ5_K] = &cols_generic<dot_q5_k, 256>;
-  tb.cols[kQ6_K] = &cols_generic<dot_q6_k, 256>;
+  tb.cols[kQ4_K] = &cols_kquant<kQ4_K>;
+  tb.cols[kQ5_K] = &cols_kquant<kQ5_K>;
+  tb.cols[kQ6_K] = &cols_kquant<kQ6_K>;
 }

@@ -1,5 +1,5 @@
 // AVX-512 (VNNI) kernel table: the portable definition compiled for AVX-512, with hand-written
-// VNNI block dots for the types on the default model's hot path (Q8_0, Q4_0, Q4_1).
+// VNNI block dots for the legacy types and explicit 16-lane float dots.
 #include "cpu/quant/kernels.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -25,6 +25,9 @@ const Table* table_avx512() {
     Table t{};
     t.isa = Isa::Avx512;
     fill_generic(t);
+    t.cols[kF32] = &cols_generic<dot_float_v<kF32>, 1>;
+    t.cols[kF16] = &cols_generic<dot_float_v<kF16>, 1>;
+    t.cols[kBF16] = &cols_generic<dot_float_v<kBF16>, 1>;
     t.cols[kQ8_0] = &cols_generic<dot_q8_0_v, 32>;
     t.cols[kQ4_0] = &cols_q4x4<kQ4_0>;
     t.cols[kQ4_1] = &cols_q4x4<kQ4_1>;
