@@ -278,3 +278,28 @@ def test_hf_chat_template_and_eos(tmp_path):
     assert m.chat_template is not None
     assert m.tokenizer.token_to_id("<|im_end|>") in m.tokenizer.eos_ids
     assert m.chat_template.render("hi").endswith("<|im_start|>assistant\n")
+
+
+@pytest.mark.parametrize("qtype", ["F32", "F16", "Q4_1"])
+def test_gguf_parser_agrees_with_gguf_reader(tmp_path, qtype):
+    """Our header parser reads the same metadata and tensor bytes as the `gguf` package's GGUFReader."""
+    from gguf import GGUFReader
+
+    from eyas.loaders.gguf_file import GGUFFile
+
+    path = _gguf(tmp_path, qtype=qtype, extra_kv={"general.name": "tiny"})
+    ours, theirs = GGUFFile(path), GGUFReader(path)
+    header = {k for k in theirs.fields if k.startswith("GGUF.")}  # GGUFReader's pseudo-fields
+    assert set(ours.fields) == set(theirs.fields) - header
+    for key, field in theirs.fields.items():
+        if key in header:
+            continue
+        want, got = field.contents(), ours.fields[key]
+        got = got.tolist() if isinstance(got, np.ndarray) else got
+        assert got == (pytest.approx(want) if isinstance(want, float) else want), key
+    m = load_model(path)
+    for t in theirs.tensors:
+        name = t.name.removesuffix(".weight")
+        assert np.array_equal(np.asarray(m.weights[name][0]).reshape(-1).view(np.uint8),
+                              np.asarray(t.data).reshape(-1).view(np.uint8)), name
+        assert m.weights[name][1] == int(t.tensor_type)

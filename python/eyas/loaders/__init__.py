@@ -39,19 +39,18 @@ def load_model(path: str | Path) -> LoadedModel:
 def _load_gguf(path: Path) -> LoadedModel:
     from eyas.loaders import gguf as g
 
-    spec, weights, meta, reader = g.load_gguf(path)
-    tokens = g.string_array(reader, "tokenizer.ggml.tokens")
-    if tokens is None:
+    spec, weights, meta, owner = g.load_gguf(path)
+    tokens = meta.get("tokenizer.ggml.tokens")
+    if not isinstance(tokens, list):
         raise ValueError(f"[gguf] {path.name}: no tokenizer.ggml.tokens (a tokenizer is required)")
-    tok = Tokenizer.from_gguf(meta, tokens, g.int_array(reader, "tokenizer.ggml.token_type"),
-                              g.string_array(reader, "tokenizer.ggml.merges"))
+    tok = Tokenizer.from_gguf(meta, tokens, meta.get("tokenizer.ggml.token_type"), meta.get("tokenizer.ggml.merges"))
     template = None
     if meta.get("tokenizer.chat_template"):
         template = ChatTemplate(meta["tokenizer.chat_template"],
                                 bos_token=_tok_text(tokens, meta.get("tokenizer.ggml.bos_token_id")),
                                 eos_token=_tok_text(tokens, meta.get("tokenizer.ggml.eos_token_id")))
     ctx = spec.pop("context_length", 0)
-    return LoadedModel(path, "gguf", spec, weights, tok, template, ctx, reader)
+    return LoadedModel(path, "gguf", spec, weights, tok, template, ctx, owner)
 
 
 def _tok_text(tokens: list[str], i) -> str:
