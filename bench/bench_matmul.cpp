@@ -1,13 +1,15 @@
 // Quantized matmul microbenchmark: every weight type at T = 1, 8, 32, 128 on the default model's
 // shapes, 1 and 2 threads. Prints one table: median time, GB/s of weight bytes, GOP/s and the
 // time ratio against T=1 (the speculative verify path needs T=32 to cost well under 2x T=1).
-// EYAS_BENCH_SCALE=k multiplies the time spent per row (default 1); EYAS_ISA forces a path.
+// EYAS_BENCH_SCALE=k multiplies the time spent per row (default 1); EYAS_BENCH_TYPES=Q4_1,Q8_0
+// limits the types; EYAS_ISA forces a path.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "core/dtype.h"
@@ -86,7 +88,11 @@ int main() {
               cpu::matmul_isa());
   std::printf("%-5s %-11s %3s %4s %10s %8s %8s %7s\n", "type", "N x K", "thr", "T", "median_us", "GB/s", "GOP/s",
               "ratio");
+  const char* only = std::getenv("EYAS_BENCH_TYPES");
   for (DType t : types) {
+    if (only && *only && !std::strstr((std::string(",") + only + ",").c_str(),
+                                      (std::string(",") + type_traits(t).name + ",").c_str()))
+      continue;
     for (auto& s : shapes) {
       const int64_t n = s[0], k = type_traits(t).block_elems == 256 ? 768 : s[1];
       std::vector<uint8_t> w = random_weights(t, n, k, rng);

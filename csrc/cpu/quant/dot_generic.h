@@ -160,7 +160,7 @@ inline float dot_q5_1(const uint8_t* w, const XRow& x, int64_t nb) {
 // dots with every activation row follow. Loops are plain so each ISA vectorizes them.
 
 struct KBlock {
-  uint8_t q[256];
+  alignas(64) uint8_t q[256];
   int32_t sc[16], mn[8];  // Q4_K/Q5_K: 8 scales + 8 mins per 32; Q6_K: 16 signed scales per 16
   float d, dmin;
 };
@@ -210,18 +210,29 @@ inline void unpack_kblock(const uint8_t* blk, KBlock& u) {
   }
 }
 
+#ifndef EYAS_KDOTS_DEFINED
+inline void kdots32(const uint8_t* q, const int8_t* x, int32_t* out) {
+  for (int s = 0; s < 8; ++s) out[s] = idot_u8s8(q + 32 * s, x + 32 * s, 32);
+}
+inline void kdots16(const uint8_t* q, const int8_t* x, int32_t* out) {
+  for (int s = 0; s < 16; ++s) out[s] = idot_u8s8(q + 16 * s, x + 16 * s, 16);
+}
+#endif
+
 // p_b of the definition for one unpacked block and one activation row (block b of that row).
 template <WKind K>
 inline float kblock_term(const KBlock& u, const XRow& x, int64_t b) {
   const int8_t* xq = x.qs + b * 256;
   const int32_t* bs = x.s + b * 16;
   if constexpr (K == kQ6_K) {
-    int32_t i = 0;
-    for (int g = 0; g < 16; ++g) i += u.sc[g] * (idot_u8s8(u.q + 16 * g, xq + 16 * g, 16) - 32 * bs[g]);
+    int32_t dots[16], i = 0;
+    kdots16(u.q, xq, dots);
+    for (int g = 0; g < 16; ++g) i += u.sc[g] * (dots[g] - 32 * bs[g]);
     return float(i) * (u.d * x.d[b]);
   } else {
-    int32_t i1 = 0, i2 = 0;
-    for (int j = 0; j < 8; ++j) i1 += u.sc[j] * idot_u8s8(u.q + 32 * j, xq + 32 * j, 32);
+    int32_t dots[8], i1 = 0, i2 = 0;
+    kdots32(u.q, xq, dots);
+    for (int j = 0; j < 8; ++j) i1 += u.sc[j] * dots[j];
     for (int j = 0; j < 8; ++j) i2 += u.mn[j] * (bs[2 * j] + bs[2 * j + 1]);
     return float(i1) * (u.d * x.d[b]) - float(i2) * (u.dmin * x.d[b]);
   }

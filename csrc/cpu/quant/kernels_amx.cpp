@@ -20,6 +20,7 @@
 namespace eyas::cpu::quant {
 namespace amx_impl {
 static inline float H2F(uint16_t h) { return _cvtsh_ss(h); }  // F16C: exact, as h2f
+#include "cpu/quant/kdots_avx512.h"
 #include "cpu/quant/dot_generic.h"
 #include "cpu/quant/simd_avx512.h"
 
@@ -116,11 +117,13 @@ static void tile_cols(const Job& j, const Prep& p, int64_t n0, uint8_t* abuf) {
   // Scales of the 16 rows, all blocks, converted once and reused by every row group.
   float* dw = reinterpret_cast<float*>(abuf + nb * 512);
   float* mw = dw + nb * 16;
-  for (int i = 0; i < 16; ++i)
-    for (int64_t b = 0; b < nb; ++b) {
-      dw[b * 16 + i] = H2F(rd16(w + i * j.wrow + b * bytes));
-      if constexpr (has_min) mw[b * 16 + i] = H2F(rd16(w + i * j.wrow + b * bytes + 2));
-    }
+  const __m512i rows = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                          _mm512_set1_epi32(int32_t(j.wrow)));
+  for (int64_t b = 0; b < nb; ++b) {  // d (low half) and m (high half) of 16 rows in one gather
+    const __m512i dm = _mm512_i32gather_epi32(rows, w + b * bytes, 1);
+    _mm512_storeu_ps(dw + b * 16, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(dm)));
+    if constexpr (has_min) _mm512_storeu_ps(mw + b * 16, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(dm, 16))));
+  }
   alignas(64) int32_t cbuf[2][16][16];
   alignas(64) float obuf[16][16];
   for (int64_t g = 0; g < p.groups; ++g) {
@@ -152,13 +155,19 @@ static void tile_cols(const Job& j, const Prep& p, int64_t n0, uint8_t* abuf) {
         }
       }
     };
-    issue(0);
-    if (nb > 1) issue(1);
-    for (int64_t b = 0; b < nb; ++b) {
+    // A tile store reaches vector loads late: block b+1 is stored while block b's sums,
+    // stored one step earlier, go through the epilogue.
+    auto store = [&](int64_t b) {
       if (b & 1)
         _tile_stored(1, cbuf[1], 64);
       else
         _tile_stored(0, cbuf[0], 64);
+    };
+    issue(0);
+    if (nb > 1) issue(1);
+    store(0);
+    for (int64_t b = 0; b < nb; ++b) {
+      if (b + 1 < nb) store(b + 1);
       if (b + 2 < nb) issue(b + 2);
       const __m512 dx = _mm512_loadu_ps(p.dx + b * p.tp + g * 16);
       const __m512i sx = _mm512_loadu_si512(p.sx + b * p.tp + g * 16);

@@ -12,6 +12,7 @@
 namespace eyas::cpu::quant {
 namespace avx512_impl {
 static inline float H2F(uint16_t h) { return _cvtsh_ss(h); }  // F16C: exact, as h2f
+#include "cpu/quant/kdots_avx512.h"
 #include "cpu/quant/dot_generic.h"
 #include "cpu/quant/simd_avx512.h"
 }  // namespace avx512_impl
