@@ -110,3 +110,29 @@ def test_gated_attention_output(tmp_path):
     if backend.have_runtime():
         got = backend.run_logits(backend.make_model(m.spec, m.weights), toks, PROMPT)
         parity.assert_close(got, ref, "f32_reduce", "gated attention vs reference")
+
+
+def test_tree_verify_matches_reference(built):
+    """A branching draft tree after a prefix: per-node logits agree with the reference's tree forward."""
+    if not backend.have_runtime():
+        pytest.skip("needs _core.Transformer")
+    m = load_model(built["F32"])
+    toks = _tokens(3)
+    # root -> a -> b, root -> c -> d, a -> e : parents [-1, 0, 1, 0, 3, 1]
+    parents = [-1, 0, 1, 0, 3, 1]
+    n = len(parents)
+    mask = np.zeros((n, n), np.uint8)
+    depths = np.zeros(n, np.int32)
+    for i, p in enumerate(parents):
+        mask[i, i] = 1
+        if p >= 0:
+            mask[i] |= mask[p]
+            depths[i] = depths[p] + 1
+    tree = np.asarray(_tokens(4)[:n], np.int32)
+    outs = []
+    for model in (backend.make_model(m.spec, m.weights), backend.make_model(m.spec, m.weights, reference=True)):
+        model.reset()
+        model.forward(np.asarray(toks[:PROMPT], np.int32), logits="none")
+        model.commit(np.arange(PROMPT, dtype=np.int32))
+        outs.append(np.asarray(model.forward(tree, mask=mask, depths=depths, logits="all")["logits"]))
+    parity.assert_close(outs[0], outs[1], "f32_reduce", "tree verify vs reference")
