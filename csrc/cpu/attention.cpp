@@ -141,10 +141,10 @@ __attribute__((target("avx512f"))) void attend_tile_avx512(const AttentionArgs& 
                                                            const float* q, const float* kh, const float* vh, float* o,
                                                            int i0, int i1, int h0, int h1, TileScratch& sc) {
   const int D = a.head_dim, group = h1 - h0, nq = i1 - i0, items = nq * group;
-  const int stride = a.prefix_len + a.n_new + 16;
+  const int64_t stride = int64_t(a.prefix_len) + a.n_new + 16;
   const int block = std::max(16, (32768 / (4 * D)) & ~15);  // keys per block: K rows of a block fit in L1
-  if (int(sc.slots.size()) < nq * stride) sc.slots.resize(size_t(nq) * stride);
-  if (int(sc.scores.size()) < items * stride) sc.scores.resize(size_t(items) * stride);
+  if (sc.slots.size() < size_t(nq) * stride) sc.slots.resize(size_t(nq) * stride);
+  if (sc.scores.size() < size_t(items) * stride) sc.scores.resize(size_t(items) * stride);
   sc.acc.assign(size_t(items) * 2 * D, 0.0f);
   int n[64];  // visible keys per query (tiles hold at most 64 queries)
   int max_n = 0;
