@@ -13,7 +13,10 @@ static inline void cpu_relax() {}
 
 namespace eyas {
 
-constexpr int kSpinIterations = 200000;
+// Spin first (a decode step's next job arrives within microseconds), then yield the core (so an
+// oversubscribed machine still makes progress), then sleep on the condition variable.
+constexpr int kSpinIterations = 4000;
+constexpr int kYieldIterations = 2000;
 
 ThreadPool::ThreadPool(int num_threads) : num_threads_(num_threads) {
   if (num_threads < 1 || num_threads > 1024)
@@ -45,7 +48,12 @@ void ThreadPool::run(const std::function<void(int, int)>& fn) {
   }
   if (sleepers_.load() > 0) wake_.notify_all();
   fn(0, num_threads_);
-  while (pending_.load(std::memory_order_acquire) != 0) cpu_relax();
+  for (int spin = 0; pending_.load(std::memory_order_acquire) != 0; ++spin) {
+    if (spin < kSpinIterations)
+      cpu_relax();
+    else
+      std::this_thread::yield();  // a worker was descheduled: let it run
+  }
   job_ = nullptr;
 }
 
@@ -53,8 +61,11 @@ void ThreadPool::worker(int tid) {
   uint64_t seen = 0;
   for (;;) {
     uint64_t gen = generation_.load(std::memory_order_acquire);
-    for (int spin = 0; gen == seen && spin < kSpinIterations; ++spin) {
-      cpu_relax();
+    for (int spin = 0; gen == seen && spin < kSpinIterations + kYieldIterations; ++spin) {
+      if (spin < kSpinIterations)
+        cpu_relax();
+      else
+        std::this_thread::yield();
       gen = generation_.load(std::memory_order_acquire);
     }
     if (gen == seen) {

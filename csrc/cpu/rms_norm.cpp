@@ -7,7 +7,7 @@
 namespace eyas::cpu {
 
 void rms_norm(const RmsNormArgs& a, const float* x, const float* w, float* y, ThreadPool& pool) {
-  pool.run([&](int tid, int nth) {
+  auto body = [&](int tid, int nth) {
     int64_t r0, r1;
     ThreadPool::split(a.rows, tid, nth, 1, &r0, &r1);
     for (int64_t r = r0; r < r1; ++r) {
@@ -23,7 +23,12 @@ void rms_norm(const RmsNormArgs& a, const float* x, const float* w, float* y, Th
       const float scale = 1.0f / std::sqrt(lanes[0] / float(a.dim) + a.eps);
       for (int j = 0; j < a.dim; ++j) yr[j] = (xr[j] * scale) * w[j];
     }
-  });
+  };
+  // A few rows cost less than waking the workers; rows are independent, so bits are unchanged.
+  if (int64_t(a.rows) * a.dim < 16384)
+    body(0, 1);
+  else
+    pool.run(body);
 }
 
 }  // namespace eyas::cpu
