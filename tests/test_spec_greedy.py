@@ -16,7 +16,7 @@ AUX = [2, LAYERS // 2, LAYERS - 3]
 POLICIES = [TreePolicy(1, 1, 2), TreePolicy.chain(4), TreePolicy(2, 3, 6), TreePolicy(4, 5, 16), TreePolicy(8, 6, 32)]
 
 
-def make_target(seed=3, mix=1.0, tie=True):
+def make_target(seed=3, mix=1.0, tie=False):
     """Tiny llama target; `mix` scales every layer's attention/FFN output (small = near-bigram model)."""
     spec, core, _ = tiny_target(seed, layers=LAYERS, vocab=64, tie=tie)
     for name in list(core):

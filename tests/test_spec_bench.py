@@ -1,0 +1,94 @@
+"""`eyas bench` machinery and speculative generation through the shared Generation loop (EOS, stop
+strings, max tokens, streaming), on a tiny target with a random drafter."""
+
+import json
+
+import numpy as np
+import pytest
+
+from eyas import _core
+from eyas.commands.bench import _table, bench, read_prompts
+from eyas.generation import Generation, plain_steps
+from eyas.sampling import Sampler
+from eyas.spec import SpeculativeGenerator, TreePolicy
+from tests.parity.cases_spec import build, random_checkpoint
+from tests.test_spec_greedy import AUX, make_target
+
+
+class FakeTokenizer:
+    def __init__(self, eos=()):
+        self.eos_ids = list(eos)
+
+    def decode(self, ids):
+        return "".join(f"<{i}>" for i in ids)
+
+
+class FakeModel:
+    def __init__(self, eos=()):
+        spec, core = make_target()
+        cfg, t = random_checkpoint(1, spec, draft_vocab=48)
+        self.drafter = build(spec, core, cfg, t)
+        self.transformer = _core.Transformer(spec, core, max_context=128, aux_layers=AUX)
+        self.tokenizer = FakeTokenizer(eos)
+
+    def encode_prompt(self, prompt, chat=False):
+        return [ord(c) % 64 for c in prompt]
+
+
+def test_bench_pairs_runs_and_reports(tmp_path):
+    f = tmp_path / "p.jsonl"
+    f.write_text('{"prompt": "hello", "chat": true}\n\n{"prompt": "abc"}\n')
+    prompts = read_prompts(f)
+    assert prompts == [{"prompt": "hello", "chat": True}, {"prompt": "abc", "chat": False}]
+    r = bench(FakeModel(), prompts, policy=TreePolicy(3, 3, 8), max_tokens=10, repeats=2)
+    assert r["identical"] is True
+    assert [row["prompt"] for row in r["rows"]] == [0, 1]
+    assert all(row["plain_tokens"] == row["spec_tokens"] == 2 * 9 for row in r["rows"])
+    assert r["mean_accepted_length"] >= 1.0 and r["speed_ratio"] > 0
+    assert r["tree"] == {"top_k": 3, "depth": 3, "total_tokens": 8}
+    json.dumps(r)
+    assert "identical yes" in _table(r)
+
+
+def test_bench_bad_prompt_files(tmp_path):
+    with pytest.raises(ValueError, match=r"\[bench\].*no such"):
+        read_prompts(tmp_path / "missing.jsonl")
+    (tmp_path / "a.jsonl").write_text("{oops\n")
+    with pytest.raises(ValueError, match=r"\[bench\].*a.jsonl:1"):
+        read_prompts(tmp_path / "a.jsonl")
+    (tmp_path / "b.jsonl").write_text('{"text": "x"}\n')
+    with pytest.raises(ValueError, match=r"\[bench\].*'prompt'"):
+        read_prompts(tmp_path / "b.jsonl")
+    m = FakeModel()
+    m.drafter = None
+    with pytest.raises(ValueError, match=r"\[bench\].*no drafter"):
+        bench(m, [{"prompt": "x", "chat": False}])
+
+
+def run(model, ids, spec, **kw):
+    gen = SpeculativeGenerator(model.transformer, model.drafter, TreePolicy(4, 4, 12))
+    steps = gen.steps(ids, Sampler()) if spec else plain_steps(model.transformer, ids, Sampler())
+    g = Generation(steps, model.tokenizer, num_prompt_tokens=len(ids), extra_metrics=gen.metrics if spec else None,
+                   **kw)
+    pieces = list(g)
+    return g.result, pieces
+
+
+def test_stop_conditions_match_plain():
+    m = FakeModel()
+    ids = [3, 1, 4, 1, 5]
+    full, _ = run(m, ids, False, max_tokens=30)
+    first_new = next(i for i in range(1, 30) if full.tokens[i] not in full.tokens[:i])
+    cases = [
+        ([full.tokens[first_new]], dict(max_tokens=30), "eos"),
+        ([], dict(max_tokens=4), "length"),
+        ([], dict(max_tokens=30, stop=[f"<{full.tokens[2]}><{full.tokens[3]}>"]), "stop"),
+    ]
+    for eos, kw, reason in cases:
+        m.tokenizer = FakeTokenizer(eos)
+        want, want_pieces = run(m, ids, False, **kw)
+        got, got_pieces = run(m, ids, True, **kw)
+        assert want.finish_reason == reason
+        assert (got.text, got.tokens, got.finish_reason) == (want.text, want.tokens, want.finish_reason), kw
+        assert "".join(got_pieces) == got.text
+        assert got.metrics["num_drafts"] >= 1 or len(got.tokens) <= 1
