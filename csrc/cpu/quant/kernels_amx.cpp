@@ -85,10 +85,9 @@ template <WKind K>
 static void unpack_tile(const uint8_t* w, size_t wrow, int64_t nb, uint8_t* out) {
   constexpr int bytes = K == kQ4_0 ? kQ4_0Bytes : K == kQ4_1 ? kQ4_1Bytes : K == kQ5_0 ? kQ5_0Bytes : kQ5_1Bytes;
   constexpr int qs_off = K == kQ4_0 ? 2 : K == kQ4_1 ? 4 : K == kQ5_0 ? 6 : 8;
-  for (int i = 0; i < 16; ++i) {
-    const uint8_t* row = w + i * wrow;
-    for (int64_t b = 0; b < nb; ++b) {
-      const uint8_t* blk = row + b * bytes;
+  for (int64_t b = 0; b < nb; ++b) {  // sequential stores: one tile after another
+    for (int i = 0; i < 16; ++i) {
+      const uint8_t* blk = w + i * wrow + b * bytes;
       uint8_t* o = out + (b * 16 + i) * 32;
       const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + qs_off));
       __m128i lo = _mm_and_si128(v, _mm_set1_epi8(15)), hi = _mm_and_si128(_mm_srli_epi16(v, 4), _mm_set1_epi8(15));
