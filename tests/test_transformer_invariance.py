@@ -93,13 +93,19 @@ def test_decode_prefill_and_trees_agree(name):
 
 @pytest.mark.parametrize("name", ["llama-q8", "qwen3_moe-q8"])
 def test_thread_count_does_not_change_bits(name):
-    seq = np.random.default_rng(3).integers(0, 128, 30).astype(np.int32)
+    rng = np.random.default_rng(3)
+    seq = rng.integers(0, 128, 30).astype(np.int32)
+    _, depths, mask = random_tree(rng, 17)
+    tree = rng.integers(0, 128, 17).astype(np.int32)
     outs = []
     for threads in (1, 2):
         _, m = build(name, threads=threads, chunk=7)
-        outs.append(m.forward(seq, logits="all", capture_aux=True))
-    same_bits(outs[0]["logits"], outs[1]["logits"], "logits 1 vs 2 threads")
-    same_bits(outs[0]["aux"], outs[1]["aux"], "aux 1 vs 2 threads")
+        prefill = m.forward(seq, logits="all", capture_aux=True)
+        m.commit(np.arange(30))
+        outs.append((prefill, m.forward(tree, mask=mask, depths=depths, logits="all", capture_aux=True)))
+    for i, what in enumerate(("prefill", "tree")):
+        same_bits(outs[0][i]["logits"], outs[1][i]["logits"], f"{what} logits 1 vs 2 threads")
+        same_bits(outs[0][i]["aux"], outs[1][i]["aux"], f"{what} aux 1 vs 2 threads")
 
 
 def test_commit_truncate_and_reset():
