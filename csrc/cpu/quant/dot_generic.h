@@ -21,7 +21,7 @@ inline void quant_rows32(const ActRows& a, int64_t r0, int64_t r1) {
     for (int64_t b = 0; b < nb; ++b) {
       float amax = 0.0f;
       for (int j = 0; j < 32; ++j) {
-        float v = x[b * 32 + j] < 0 ? -x[b * 32 + j] : x[b * 32 + j];
+        float v = __builtin_fabsf(x[b * 32 + j]);
         amax = amax > v ? amax : v;
       }
       const float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
@@ -47,7 +47,7 @@ inline void quant_rows256(const ActRows& a, int64_t r0, int64_t r1) {
     for (int64_t b = 0; b < nb; ++b) {
       float amax = 0.0f;
       for (int j = 0; j < 256; ++j) {
-        float v = x[b * 256 + j] < 0 ? -x[b * 256 + j] : x[b * 256 + j];
+        float v = __builtin_fabsf(x[b * 256 + j]);
         amax = amax > v ? amax : v;
       }
       const float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;

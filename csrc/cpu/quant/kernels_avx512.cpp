@@ -26,6 +26,8 @@ const Table* table_avx512() {
     Table t{};
     t.isa = Isa::Avx512;
     fill_generic(t);
+    t.quant32 = &quant_rows32_v;
+    t.quant256 = &quant_rows256_v;
     t.cols[kF32] = &cols_generic<dot_float_v<kF32>, 1>;
     t.cols[kF16] = &cols_generic<dot_float_v<kF16>, 1>;
     t.cols[kBF16] = &cols_generic<dot_float_v<kBF16>, 1>;

@@ -288,3 +288,57 @@ static inline float dot_float_v(const uint8_t* w, const XRow& x, int64_t k) {
   __m128 a2 = _mm_add_ps(a4, _mm_movehl_ps(a4, a4));
   return _mm_cvtss_f32(_mm_add_ss(a2, _mm_shuffle_ps(a2, a2, 1)));
 }
+
+// ---- activation quantization: the operations of quant_rows32/256, 16 lanes at a time -------
+
+static inline __m512i quant16(__m512 x, __m512 id) {
+  __m512 v = _mm512_mul_ps(x, id);
+  v = _mm512_min_ps(_mm512_max_ps(v, _mm512_set1_ps(-127.0f)), _mm512_set1_ps(127.0f));
+  return _mm512_cvtps_epi32(v);  // round half to even (default MXCSR), as nearbyintf
+}
+
+static inline float block_scale(float amax, float* id) {
+  const float d = amax / 127.0f;
+  *id = d != 0.0f ? 1.0f / d : 0.0f;
+  return d;
+}
+
+inline void quant_rows32_v(const ActRows& a, int64_t r0, int64_t r1) {
+  const int64_t nb = a.k / 32;
+  for (int64_t r = r0; r < r1; ++r) {
+    const float* x = a.x + r * a.k;
+    int8_t* q = a.qs + r * a.k;
+    for (int64_t b = 0; b < nb; ++b) {
+      const __m512 x0 = _mm512_loadu_ps(x + 32 * b), x1 = _mm512_loadu_ps(x + 32 * b + 16);
+      float id;
+      const float d = block_scale(_mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(x0), _mm512_abs_ps(x1))), &id);
+      const __m512 idv = _mm512_set1_ps(id);
+      const __m512i q0 = quant16(x0, idv), q1 = quant16(x1, idv);
+      _mm512_mask_cvtepi32_storeu_epi8(q + 32 * b, 0xffff, q0);
+      _mm512_mask_cvtepi32_storeu_epi8(q + 32 * b + 16, 0xffff, q1);
+      a.d[r * a.d_per_row + b] = d;
+      a.s[r * a.s_per_row + b] = _mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1));
+    }
+  }
+}
+
+inline void quant_rows256_v(const ActRows& a, int64_t r0, int64_t r1) {
+  const int64_t nb = a.k / 256;
+  for (int64_t r = r0; r < r1; ++r) {
+    const float* x = a.x + r * a.k;
+    int8_t* q = a.qs + r * a.k;
+    for (int64_t b = 0; b < nb; ++b) {
+      __m512 m = _mm512_setzero_ps();
+      for (int g = 0; g < 16; ++g) m = _mm512_max_ps(m, _mm512_abs_ps(_mm512_loadu_ps(x + 256 * b + 16 * g)));
+      float id;
+      const float d = block_scale(_mm512_reduce_max_ps(m), &id);
+      const __m512 idv = _mm512_set1_ps(id);
+      for (int g = 0; g < 16; ++g) {
+        const __m512i qg = quant16(_mm512_loadu_ps(x + 256 * b + 16 * g), idv);
+        _mm512_mask_cvtepi32_storeu_epi8(q + 256 * b + 16 * g, 0xffff, qg);
+        a.s[r * a.s_per_row + b * 16 + g] = _mm512_reduce_add_epi32(qg);
+      }
+      a.d[r * a.d_per_row + b] = d;
+    }
+  }
+}
