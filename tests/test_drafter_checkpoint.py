@@ -29,7 +29,7 @@ def run(d, seed=0):
 def test_round_trip(tmp_path, layout, kw):
     cfg, t = random_checkpoint(1, SPEC, **kw)
     direct = build(SPEC, CORE, cfg, t)
-    loaded = load_eagle3(write_checkpoint(tmp_path / layout, cfg, t, layout=layout), SPEC, CORE)
+    loaded = load_eagle3(write_checkpoint(tmp_path / layout, cfg, t, layout=layout), SPEC, CORE, "f32")
     assert loaded.config.layout == layout
     assert loaded.aux_layers == [2, 3, 3]
     assert loaded.shares_embedding == ("embed_tokens.weight" not in t)
@@ -38,10 +38,11 @@ def test_round_trip(tmp_path, layout, kw):
     assert np.array_equal(run(loaded).view(np.uint32), run(direct).view(np.uint32))
 
 
-@pytest.mark.parametrize("dtype,code,tol", [("F16", 1, 2e-2), ("BF16", 30, 1e-1)])
-def test_half_precision_weights(tmp_path, dtype, code, tol):
+@pytest.mark.parametrize("dtype,weight_type,code,tol", [("F16", "keep", 1, 2e-2), ("BF16", "keep", 30, 1e-1),
+                                                        ("F16", "q8_0", 8, 5e-2), ("BF16", "f32", 0, 1e-1)])
+def test_half_precision_weights(tmp_path, dtype, weight_type, code, tol):
     cfg, t = random_checkpoint(2, SPEC, draft_vocab=40)
-    loaded = load_eagle3(write_checkpoint(tmp_path, cfg, t, dtype=dtype), SPEC, CORE)
+    loaded = load_eagle3(write_checkpoint(tmp_path, cfg, t, dtype=dtype), SPEC, CORE, weight_type)
     assert loaded.weights["attn_q"][1] == code and loaded.weights["hidden_norm"][1] == 0
     ref = run(build(SPEC, CORE, cfg, t))
     np.testing.assert_allclose(run(loaded), ref, atol=tol * np.abs(ref).max())
@@ -53,7 +54,7 @@ def test_speculators_default_norm_before_residual(tmp_path):
     c = json.loads((folder / "config.json").read_text())
     del c["norm_before_residual"]  # vLLM's default for this format is True
     (folder / "config.json").write_text(json.dumps(c))
-    d = load_eagle3(folder, SPEC, CORE)
+    d = load_eagle3(folder, SPEC, CORE, "f32")
     assert d.config.norm_before_residual and d.spec["norm_before_residual"]
     plain = build(SPEC, CORE, cfg, t)
     assert not np.array_equal(run(d), run(plain))  # the flag changes the forward
@@ -114,6 +115,12 @@ def test_load_time_mismatches(tmp_path, name, cfg_fn, t_fn, kw, msg):
     folder = mutate(tmp_path, cfg_fn, t_fn, **kw)
     with pytest.raises(ValueError, match=rf"\[drafter\].*{msg}"):
         load_eagle3(folder, SPEC, CORE)
+
+
+def test_bad_weight_type(tmp_path):
+    cfg, t = random_checkpoint(7, SPEC)
+    with pytest.raises(ValueError, match=r"\[drafter\].*weight_type"):
+        load_eagle3(write_checkpoint(tmp_path, cfg, t), SPEC, CORE, "int3")
 
 
 def test_bad_files(tmp_path):

@@ -204,7 +204,7 @@ def tiny_target(seed=3, **kw):
     return make_model(seed, **args)
 
 
-def build(target_spec, target_core, config, tensors):
+def build(target_spec, target_core, config, tensors, weight_type="f32"):
     from eyas.drafters.checkpoint import Tensor
     from eyas.drafters.eagle3 import build_drafter
 
@@ -213,7 +213,8 @@ def build(target_spec, target_core, config, tensors):
         code = {np.dtype(np.float32): "F32", np.dtype(np.int64): "I64", np.dtype(np.bool_): "BOOL"}[a.dtype]
         return Tensor(a.reshape(-1).view(np.uint8), code, list(a.shape))
 
-    return build_drafter(config, {k: wrap(v) for k, v in tensors.items()}, target_spec, target_core)
+    return build_drafter(config, {k: wrap(v) for k, v in tensors.items()}, target_spec, target_core,
+                         weight_type=weight_type)
 
 
 def _ingest_case(label, T, **kw):

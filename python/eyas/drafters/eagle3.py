@@ -184,9 +184,30 @@ class Drafter:
         return self._runtimes[capacity]
 
 
+WEIGHT_TYPES = ("q8_0", "f32", "keep")
+
+
+def convert_matrix(t: Tensor, weight_type: str) -> tuple:
+    """Runtime weight of a checkpoint matrix. The CPU matmul has fast paths for Q8_0 and F32 but
+    not for F16, so half-precision drafters are converted at load (only acceptance can change)."""
+    if weight_type == "keep" or (weight_type == "f32" and t.dtype == "F32"):
+        return t.weight()
+    w = t.numpy().astype(np.float32, copy=False)
+    if weight_type == "q8_0" and w.shape[-1] % 32 == 0:
+        from gguf import GGMLQuantizationType, quants
+
+        raw = np.ascontiguousarray(quants.quantize(w, GGMLQuantizationType.Q8_0)).reshape(-1).view(np.uint8)
+        return (raw, int(GGMLQuantizationType.Q8_0), list(t.shape))
+    return (np.ascontiguousarray(w), 0, list(t.shape))
+
+
 def build_drafter(config: dict, tensors: dict[str, Tensor], target_spec: dict, target_weights: dict,
-                  path: Path | None = None) -> Drafter:
-    """Validate a parsed checkpoint against the target and assemble the runtime spec and weights."""
+                  path: Path | None = None, weight_type: str = "q8_0") -> Drafter:
+    """Validate a parsed checkpoint against the target and assemble the runtime spec and weights.
+
+    weight_type: "q8_0" (default, fastest on the CPU), "f32" (exact) or "keep" (as stored)."""
+    if weight_type not in WEIGHT_TYPES:
+        fail(f"weight_type must be one of {WEIGHT_TYPES}, got {weight_type!r}")
     cfg = parse_config(config)
     t = canonical_tensors(tensors)
     V, Ht, L = target_spec["vocab_size"], target_spec["hidden_size"], target_spec["num_layers"]
@@ -225,7 +246,7 @@ def build_drafter(config: dict, tensors: dict[str, Tensor], target_spec: dict, t
     d2t = draft_to_target(t["d2t"].numpy() if "d2t" in t else None, Vd, V)
     weights = {}
     for name in list(shapes) + [n for n in optional if n in t]:
-        weights[name] = (t[name].numpy(), 0, t[name].shape) if name in NORMS else t[name].weight()
+        weights[name] = (t[name].numpy(), 0, t[name].shape) if name in NORMS else convert_matrix(t[name], weight_type)
     shares = "token_embd" not in t
     if shares:
         if H != Ht:
@@ -243,9 +264,9 @@ def build_drafter(config: dict, tensors: dict[str, Tensor], target_spec: dict, t
     return Drafter(path, cfg, spec, weights, d2t, list(aux), shares)
 
 
-def load_eagle3(folder: str | Path, target_spec: dict, target_weights: dict) -> Drafter:
+def load_eagle3(folder: str | Path, target_spec: dict, target_weights: dict, weight_type: str = "q8_0") -> Drafter:
     folder = Path(folder)
     if not folder.is_dir():
         fail(f"{folder}: no such drafter folder")
     config, tensors = read_checkpoint(folder)
-    return build_drafter(config, tensors, target_spec, target_weights, folder)
+    return build_drafter(config, tensors, target_spec, target_weights, folder, weight_type)

@@ -33,11 +33,12 @@ def bundled_drafter_for(target_spec: dict) -> Path | None:
     return None
 
 
-def load_drafter(drafter, target) -> Drafter | None:
+def load_drafter(drafter, target, *, weight_type: str = "q8_0") -> Drafter | None:
     """drafter: a folder path, "default", "none"/None, or an already loaded Drafter.
     target: an `eyas.loaders.LoadedModel` (or anything with `.spec` and `.weights`).
 
-    "default" gives None (plain decoding) when no bundled drafter fits the target."""
+    "default" gives None (plain decoding) when no bundled drafter fits the target. weight_type: how
+    the drafter's matrices are held ("q8_0", "f32" exact, or "keep" as stored)."""
     if drafter is None or (isinstance(drafter, str) and drafter.lower() == "none"):
         return None
     if isinstance(drafter, Drafter):
@@ -47,5 +48,5 @@ def load_drafter(drafter, target) -> Drafter | None:
         if folder is None:
             log.info("no bundled drafter fits this target; using plain decoding")
             return None
-        return load_eagle3(folder, target.spec, target.weights)
-    return load_eagle3(Path(drafter), target.spec, target.weights)
+        return load_eagle3(folder, target.spec, target.weights, weight_type)
+    return load_eagle3(Path(drafter), target.spec, target.weights, weight_type)
