@@ -174,6 +174,9 @@ inline int32_t idot_u8s8(const uint8_t* a, const int8_t* b, int n) {
 template <WKind K>
 inline void unpack_kblock(const uint8_t* blk, KBlock& u) {
   if constexpr (K == kQ6_K) {
+#ifdef EYAS_KUNPACK_DEFINED
+    kunpack_q6(blk, blk + 128, u.q);
+#else
     for (int h = 0; h < 2; ++h) {
       const uint8_t* ql = blk + 64 * h;
       const uint8_t* qh = blk + 128 + 32 * h;
@@ -185,10 +188,14 @@ inline void unpack_kblock(const uint8_t* blk, KBlock& u) {
         q[l + 96] = uint8_t((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4));
       }
     }
+#endif
     for (int g = 0; g < 16; ++g) u.sc[g] = int8_t(blk[192 + g]);
     u.d = H2F(rd16(blk + 208));
   } else {
     const uint8_t* qs = blk + (K == kQ5_K ? 48 : 16);
+#ifdef EYAS_KUNPACK_DEFINED
+    kunpack_q45(qs, K == kQ5_K ? blk + 16 : nullptr, u.q);
+#else
     for (int c = 0; c < 4; ++c)
       for (int l = 0; l < 32; ++l) {
         u.q[64 * c + l] = uint8_t(qs[32 * c + l] & 15);
@@ -202,6 +209,7 @@ inline void unpack_kblock(const uint8_t* blk, KBlock& u) {
           u.q[64 * c + 32 + l] = uint8_t(u.q[64 * c + 32 + l] | (((qh[l] >> (2 * c + 1)) & 1) << 4));
         }
     }
+#endif
     uint8_t sc[8], mn[8];
     kquant_scales(blk + 4, sc, mn);
     for (int j = 0; j < 8; ++j) u.sc[j] = sc[j], u.mn[j] = mn[j];
