@@ -106,3 +106,14 @@ def test_aux_layer_mismatch_is_an_error():
     target = _core.Transformer(spec, core, max_context=64, aux_layers=[1, 2, 3])
     with pytest.raises(ValueError, match=r"\[spec\].*aux layers"):
         SpeculativeGenerator(target, drafter)
+
+
+def test_context_end_falls_back_to_plain_steps():
+    spec, core = make_target()
+    cfg, t = random_checkpoint(1, spec, draft_vocab=48)
+    drafter = build(spec, core, cfg, t)
+    prompt = [1, 2, 3, 4]
+    want = take(plain_steps(_core.Transformer(spec, core, max_context=24, aux_layers=AUX), prompt, Sampler()), 20)
+    target = _core.Transformer(spec, core, max_context=24, aux_layers=AUX)
+    got = take(SpeculativeGenerator(target, drafter, TreePolicy(4, 5, 16)).steps(prompt, Sampler()), 20)
+    assert got == want and target.length == 23  # prompt + 19 fed tokens: the last rounds ran plain steps

@@ -50,12 +50,13 @@ class SpeculativeGenerator:
         pending_aux, pending_tokens = aux, np.append(ids[1:], np.int32(first)).astype(np.int32)
         while True:
             room = target.capacity - target.length
-            if room < 2:  # no space left for a tree: one plain step keeps the stream going
-                out = target.forward(pending_tokens[-1:], logits="last", capture_aux=True)
-                target.commit(np.zeros(1, np.int32))
-                tok = sampler.sample(out["logits"][-1])
-                yield [tok]
-                continue
+            if room < 2:  # no space left for a tree: finish with plain steps (the drafter is done)
+                root = int(pending_tokens[-1])
+                while True:
+                    out = target.forward(np.array([root], np.int32), logits="last")
+                    target.commit(np.zeros(1, np.int32))
+                    root = sampler.sample(out["logits"][-1])
+                    yield [root]
             policy = self.policy
             if policy.total_tokens > room:
                 policy = TreePolicy(policy.top_k, policy.depth, room)
