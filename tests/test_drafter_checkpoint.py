@@ -148,3 +148,20 @@ def test_load_drafter_entry_point(tmp_path):
     d = load_drafter(str(write_checkpoint(tmp_path, cfg, t)), Loaded)
     assert load_drafter(d, Loaded) is d
     assert load_drafter("default", Loaded) is None  # nothing bundled fits this toy target
+
+
+def test_eagle_pytorch_bin(tmp_path):
+    torch = pytest.importorskip("torch")
+    cfg, t = random_checkpoint(8, SPEC, draft_vocab=40)
+    folder = tmp_path / "eagle_bin"
+    folder.mkdir()
+    cfg["architectures"] = ["LlamaForCausalLM"]
+    (folder / "config.json").write_text(json.dumps(cfg))
+    sd = {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in t.items()}
+    sd["midlayer.self_attn.q_proj.weight"] = sd["midlayer.self_attn.q_proj.weight"].to(torch.bfloat16)
+    sd["midlayer.self_attn.rotary_emb.inv_freq"] = torch.ones(8)  # a buffer EAGLE's pickles carry: ignored
+    torch.save(sd, folder / "pytorch_model.bin")
+    d = load_eagle3(folder, SPEC, CORE, "keep")
+    assert d.config.layout == "eagle" and d.weights["attn_q"][1] == 30
+    ref = run(build(SPEC, CORE, cfg, t))
+    np.testing.assert_allclose(run(d), ref, atol=0.1 * np.abs(ref).max())
