@@ -227,3 +227,25 @@ def test_accept_bad_inputs():
         spec.accept(lg, TOKENS, PARENTS, temperature=1.0, top_p=0.0, rng=spec.Rng(0))
     with pytest.raises(ValueError, match=r"\[accept\]"):
         spec.accept(lg.astype(np.float64), TOKENS, PARENTS)
+
+
+def test_accept_hidden_matches_full_logits():
+    """Logits computed per visited node (rms_norm + matmul of one row) equal a full [N, V] pass bit for bit,
+    so both accept paths give the same result, greedy and sampled."""
+    rng = np.random.default_rng(9)
+    N, H, Vt = 6, 32, 100
+    hidden = rng.standard_normal((N, H)).astype(np.float32)
+    norm = (1 + 0.1 * rng.standard_normal(H)).astype(np.float32)
+    w = rng.standard_normal((Vt, H)).astype(np.float32)
+    xn = _core.ops.rms_norm(hidden, norm, 1e-5)
+    logits = _core.ops.matmul(xn, w.view(np.uint8).reshape(-1), 0, [Vt, H])
+    tokens = TOKENS.copy()
+    tokens[1:] = np.argsort(-logits[0])[:5].astype(np.int32)  # make the walk go somewhere
+    for params in (dict(), dict(temperature=0.9, top_p=0.95)):
+        a = spec.accept(logits, tokens, PARENTS, rng=spec.Rng(4), **params)
+        b = spec.accept_hidden(hidden, norm, (w, 0, [Vt, H]), 1e-5, tokens, PARENTS, rng=spec.Rng(4), **params)
+        assert a["path"].tolist() == b["path"].tolist() and a["tokens"].tolist() == b["tokens"].tolist()
+    with pytest.raises(ValueError, match=r"\[accept\].*out_w"):
+        spec.accept_hidden(hidden, norm, (w[:, :8].copy(), 0, [Vt, 8]), 1e-5, tokens, PARENTS)
+    with pytest.raises(ValueError, match=r"\[accept\].*hidden"):
+        spec.accept_hidden(hidden[:3], norm, (w, 0, [Vt, H]), 1e-5, tokens, PARENTS)

@@ -31,7 +31,7 @@ def test_round_trip(tmp_path, layout, kw):
     direct = build(SPEC, CORE, cfg, t)
     loaded = load_eagle3(write_checkpoint(tmp_path / layout, cfg, t, layout=layout), SPEC, CORE, "f32")
     assert loaded.config.layout == layout
-    assert loaded.aux_layers == [2, 3, 3]
+    assert loaded.feature_layers == [2, 3, 3] and loaded.aux_layers == [2, 3, 3, 6]
     assert loaded.shares_embedding == ("embed_tokens.weight" not in t)
     assert not loaded.config.norm_before_residual
     np.testing.assert_array_equal(loaded.d2t, direct.d2t)
@@ -63,9 +63,9 @@ def test_speculators_default_norm_before_residual(tmp_path):
 def test_sglang_style_aux_ids_are_shifted(tmp_path):
     cfg, t = random_checkpoint(4, SPEC)
     cfg["eagle_config"]["eagle_aux_hidden_state_layer_ids"] = [1, 2, 2]  # output-of-layer ids
-    assert load_eagle3(write_checkpoint(tmp_path, cfg, t), SPEC, CORE).aux_layers == [2, 3, 3]
+    assert load_eagle3(write_checkpoint(tmp_path, cfg, t), SPEC, CORE).feature_layers == [2, 3, 3]
     del cfg["eagle_config"]
-    assert load_eagle3(write_checkpoint(tmp_path, cfg, t), SPEC, CORE).aux_layers == [2, 3, 3]  # default
+    assert load_eagle3(write_checkpoint(tmp_path, cfg, t), SPEC, CORE).feature_layers == [2, 3, 3]  # default
 
 
 def test_d2t_variants():

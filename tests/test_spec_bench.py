@@ -12,7 +12,7 @@ from eyas.generation import Generation, plain_steps
 from eyas.sampling import Sampler
 from eyas.spec import SpeculativeGenerator, TreePolicy
 from tests.parity.cases_spec import build, random_checkpoint
-from tests.test_spec_greedy import AUX, make_target
+from tests.test_spec_greedy import make_target
 
 
 class FakeTokenizer:
@@ -28,7 +28,7 @@ class FakeModel:
         spec, core = make_target()
         cfg, t = random_checkpoint(1, spec, draft_vocab=48)
         self.drafter = build(spec, core, cfg, t)
-        self.transformer = _core.Transformer(spec, core, max_context=128, aux_layers=AUX)
+        self.transformer = _core.Transformer(spec, core, max_context=128, aux_layers=self.drafter.aux_layers)
         self.tokenizer = FakeTokenizer(eos)
 
     def encode_prompt(self, prompt, chat=False):

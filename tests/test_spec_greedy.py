@@ -41,15 +41,17 @@ def probe_logits(target, length):
     return target.forward(np.array([5], np.int32), logits="last")["logits"]
 
 
-def check_equal(spec, core, drafter, prompts, policies, n_tokens):
+def check_equal(spec, core, drafter, prompts, policies, n_tokens, lazy=True):
+    """lazy: the target also captures its final state, so accept computes logits per visited node."""
     plain_t = _core.Transformer(spec, core, max_context=256, aux_layers=AUX)
-    spec_t = _core.Transformer(spec, core, max_context=256, aux_layers=AUX)
+    spec_t = _core.Transformer(spec, core, max_context=256, aux_layers=drafter.aux_layers if lazy else AUX)
     accepted = 0
     for prompt in prompts:
         want = take(plain_steps(plain_t, prompt, Sampler()), n_tokens)
         want_probe = probe_logits(plain_t, len(prompt) + n_tokens - 1)
         for policy in policies:
             gen = SpeculativeGenerator(spec_t, drafter, policy)
+            assert gen.lazy == lazy
             got = take(gen.steps(prompt, Sampler()), n_tokens)
             assert got == want, f"policy {policy}: speculative output differs from plain greedy"
             assert np.array_equal(probe_logits(spec_t, len(prompt) + n_tokens - 1).view(np.uint32),
@@ -58,13 +60,15 @@ def check_equal(spec, core, drafter, prompts, policies, n_tokens):
     return accepted
 
 
-def test_random_drafter_matches_plain_greedy():
+@pytest.mark.parametrize("lazy", [True, False])
+def test_random_drafter_matches_plain_greedy(lazy):
     spec, core = make_target()
     cfg, t = random_checkpoint(1, spec, draft_vocab=48)
     drafter = build(spec, core, cfg, t)
+    assert drafter.aux_layers == AUX + [LAYERS]
     rng = np.random.default_rng(0)
     prompts = [rng.integers(0, 64, n).tolist() for n in (1, 3, 17, 40)]
-    check_equal(spec, core, drafter, prompts, POLICIES, 40)
+    check_equal(spec, core, drafter, prompts, POLICIES, 40, lazy)
 
 
 def test_perfectly_predictable_target_full_acceptance():

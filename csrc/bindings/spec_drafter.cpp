@@ -45,39 +45,6 @@ spec::DrafterSpec parse_spec(nb::dict d) {
   return s;
 }
 
-// (array, dtype_id, shape) -> zero-copy Tensor; F16/BF16 arrive as raw uint8 bytes.
-Tensor parse_weight(const std::string& name, nb::handle v) {
-  nb::tuple tup;
-  if (!nb::try_cast<nb::tuple>(v, tup) || tup.size() != 3)
-    fail(kOp, "weight '" + name + "' must be a tuple (array, dtype_id, shape)");
-  bind::Array arr;
-  int32_t dtype_id;
-  std::vector<int64_t> shape;
-  if (!nb::try_cast<bind::Array>(tup[0], arr)) fail(kOp, "weight '" + name + "': not a C-contiguous numpy array");
-  if (!nb::try_cast<int32_t>(tup[1], dtype_id) || !nb::try_cast<std::vector<int64_t>>(tup[2], shape))
-    fail(kOp, "weight '" + name + "': dtype_id must be an int and shape a sequence of ints");
-  DType dt;
-  try {
-    dt = dtype_from_int(dtype_id);
-  } catch (const std::invalid_argument&) {
-    fail(kOp, "weight '" + name + "': unknown dtype id " + std::to_string(dtype_id));
-  }
-  for (int64_t x : shape)
-    if (x <= 0) fail(kOp, "weight '" + name + "': shape entries must be positive");
-  std::string what = "weight '" + name + "'";
-  if (arr.dtype() == nb::dtype<uint8_t>() && dt != DType::U8) {
-    if (shape.back() % type_traits(dt).block_elems) fail(kOp, what + ": row length is not a whole number of blocks");
-    return bind::from_bytes(kOp, what.c_str(), arr, dt, shape);
-  }
-  Tensor t = bind::from_numpy(kOp, what.c_str(), arr);
-  if (t.dtype != dt) fail(kOp, what + ": array dtype does not match dtype id " + std::to_string(dtype_id));
-  int64_t numel = 1;
-  for (int64_t x : shape) numel *= x;
-  if (numel != t.numel()) fail(kOp, what + ": array size does not match its shape");
-  t.shape = shape;
-  return t;
-}
-
 nb::dict tree_dict(const spec::DraftTree& t) {
   nb::dict d;
   const size_t n = size_t(t.size());
@@ -101,7 +68,7 @@ EYAS_BINDINGS(spec_drafter) {
             std::map<std::string, Tensor> w;
             for (auto [k, v] : weights) {
               std::string name = nb::cast<std::string>(k);
-              w[name] = parse_weight(name, v);
+              w[name] = bind::parse_weight(kOp, name, v);
             }
             std::vector<int32_t> map;
             if (d2t) {

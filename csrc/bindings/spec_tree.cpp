@@ -3,6 +3,8 @@
 
 #include "bindings/registry.h"
 #include "bindings/spec_util.h"
+#include "ops/matmul.h"
+#include "ops/norm.h"
 #include "spec/accept.h"
 #include "spec/tree.h"
 
@@ -19,6 +21,13 @@ static nb::dict tree_to_dict(const DraftTree& t) {
   d["depths"] = bind::vec_to_numpy(t.depths);
   d["scores"] = bind::vec_to_numpy(t.scores);
   d["mask"] = bind::vec_to_numpy(t.mask, {n, n});
+  return d;
+}
+
+static nb::dict result_dict(AcceptResult r) {
+  nb::dict d;
+  d["path"] = bind::vec_to_numpy(std::move(r.path));
+  d["tokens"] = bind::vec_to_numpy(std::move(r.tokens));
   return d;
 }
 
@@ -128,13 +137,59 @@ EYAS_BINDINGS(spec_tree) {
         Rng dummy;
         AcceptResult r = accept_tree(lg.data<float>(), lg.dim(1), tk.data<int32_t>(), pa.data<int32_t>(), n, p,
                                      (rng && *rng) ? **rng : dummy);
-        nb::dict d;
-        d["path"] = bind::vec_to_numpy(std::move(r.path));
-        d["tokens"] = bind::vec_to_numpy(std::move(r.tokens));
-        return d;
+        return result_dict(std::move(r));
       },
       "logits"_a, "tokens"_a, "parents"_a, nb::kw_only(), "temperature"_a = 0.0f, "top_k"_a = 0, "top_p"_a = 1.0f,
       "rng"_a = nb::none(),
       "Accept a verified tree. logits: F32[N, V] target logits per node. Returns dict(path: accepted node indices "
       "from the root, tokens: accepted drafted tokens then the bonus token).");
+
+  s.def(
+      "accept_hidden",
+      [](bind::Array hidden, bind::Array norm_w, nb::tuple out_w, float eps, bind::Array tokens, bind::Array parents,
+         float temperature, int32_t top_k, float top_p, std::optional<Rng*> rng) {
+        const char* op = "accept";
+        Tensor h = bind::typed(op, "hidden", hidden, DType::F32, 2);
+        Tensor nw = bind::typed(op, "norm_w", norm_w, DType::F32, 1);
+        Tensor w = bind::parse_weight(op, "out_w", out_w);
+        Tensor tk = bind::typed(op, "tokens", tokens, DType::I32, 1);
+        Tensor pa = bind::typed(op, "parents", parents, DType::I32, 1);
+        const int32_t n = int32_t(tk.dim(0));
+        const int64_t H = h.dim(1);
+        check_dim(op, "parents", pa, 0, n);
+        check_dim(op, "hidden", h, 0, n);
+        check_dim(op, "norm_w", nw, 0, H);
+        check_ndim(op, "out_w", w, 2);
+        check_dim(op, "out_w", w, 1, H);
+        if (!ops::matmul_supports(w.dtype)) fail(op, "out_w: unsupported weight type");
+        SamplingParams p = sampling(op, temperature, top_k, top_p);
+        if (p.temperature > 0.0f && !(rng && *rng)) fail(op, "sampling (temperature > 0) needs an rng");
+        const int64_t V = w.dim(0);
+        check_tree(op, tk.data<int32_t>(), pa.data<int32_t>(), n, V);
+        Rng dummy;
+        Rng& g = (rng && *rng) ? **rng : dummy;
+        Tensor xn = Tensor::empty(DType::F32, {1, H}), row = Tensor::empty(DType::F32, {1, V});
+        auto dev = bind::default_device();
+        // The same two ops, on one row, that the Transformer runs for logits="last": same bits.
+        RowLogits logits = [&](int32_t node) {
+          Tensor hr = h;
+          hr.offset = h.offset + size_t(node) * size_t(H) * sizeof(float);
+          hr.shape = {1, H};
+          Encoder enc(*dev);
+          ops::rms_norm(enc, hr, nw, xn, eps);
+          ops::matmul(enc, xn, w, row);
+          enc.commit();
+          return static_cast<const float*>(row.data<float>());
+        };
+        AcceptResult r;
+        {
+          nb::gil_scoped_release release;
+          r = accept_tree(logits, V, tk.data<int32_t>(), pa.data<int32_t>(), n, p, g);
+        }
+        return result_dict(std::move(r));
+      },
+      "hidden"_a, "norm_w"_a, "out_w"_a, "eps"_a, "tokens"_a, "parents"_a, nb::kw_only(), "temperature"_a = 0.0f,
+      "top_k"_a = 0, "top_p"_a = 1.0f, "rng"_a = nb::none(),
+      "accept() with the target logits computed only for the nodes the walk visits. hidden: F32[N, H] final "
+      "pre-norm states; norm_w: F32[H] output norm; out_w: (array, dtype_id, [V, H]) output weight.");
 }

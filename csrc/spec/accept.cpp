@@ -20,6 +20,12 @@ void check_tree(const char* op, const int32_t* tokens, const int32_t* parents, i
 
 AcceptResult accept_tree(const float* logits, int64_t vocab, const int32_t* tokens, const int32_t* parents,
                          int32_t n, const SamplingParams& params, Rng& rng) {
+  return accept_tree([&](int32_t node) { return logits + int64_t(node) * vocab; }, vocab, tokens, parents, n, params,
+                     rng);
+}
+
+AcceptResult accept_tree(const RowLogits& row_logits, int64_t vocab, const int32_t* tokens, const int32_t* parents,
+                         int32_t n, const SamplingParams& params, Rng& rng) {
   std::vector<std::vector<int32_t>> children(static_cast<size_t>(n));
   for (int32_t i = 1; i < n; ++i) children[size_t(parents[i])].push_back(i);
   AcceptResult r;
@@ -28,7 +34,7 @@ AcceptResult accept_tree(const float* logits, int64_t vocab, const int32_t* toke
   const bool greedy = params.temperature <= 0.0f;
   std::vector<double> p;
   while (true) {
-    const float* row = logits + int64_t(cur) * vocab;
+    const float* row = row_logits(cur);
     if (greedy) {
       const int32_t best = argmax_row(row, vocab);
       int32_t next = -1;

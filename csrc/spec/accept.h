@@ -2,6 +2,7 @@
 // and lossless recursive rejection sampling over siblings (draft treated as deterministic, q = 1).
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "spec/rng.h"
@@ -22,6 +23,12 @@ void check_tree(const char* op, const int32_t* tokens, const int32_t* parents, i
 // Sampling: at each node try the children in node order, accepting token x with probability
 // p(x) (p renormalised after each rejection); otherwise draw from the residual p.
 AcceptResult accept_tree(const float* logits, int64_t vocab, const int32_t* tokens, const int32_t* parents,
+                         int32_t n, const SamplingParams& params, Rng& rng);
+
+// Same walk with logits computed on demand: row_logits(node) returns that node's [vocab] logits,
+// valid until the next call. Only the visited nodes (accepted path + one) are ever computed.
+using RowLogits = std::function<const float*(int32_t node)>;
+AcceptResult accept_tree(const RowLogits& row_logits, int64_t vocab, const int32_t* tokens, const int32_t* parents,
                          int32_t n, const SamplingParams& params, Rng& rng);
 
 }  // namespace eyas::spec

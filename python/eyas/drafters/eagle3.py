@@ -170,9 +170,19 @@ class Drafter:
     spec: dict
     weights: dict  # canonical name -> (array, dtype id, shape)
     d2t: np.ndarray | None  # int32[Vd] absolute target ids, None = identity
-    aux_layers: list[int]
+    feature_layers: list[int]  # target layers whose input the drafter reads (input-of-layer ids)
     shares_embedding: bool
+    # (output_norm F32[H], output weight (array, dtype, [V, H]), rms_eps) of the target: lets the
+    # speculative loop compute target logits only for the tree nodes the accept walk visits.
+    target_head: tuple | None = None
+    target_layers: int = 0  # the target's num_layers
     _runtimes: dict = dataclasses.field(default_factory=dict, repr=False)
+
+    @property
+    def aux_layers(self) -> list[int]:
+        """Layers the target must capture: the drafter's features, then (with target_head) the
+        final pre-norm state (id = num_layers)."""
+        return self.feature_layers + ([self.target_layers] if self.target_head is not None else [])
 
     def runtime(self, capacity: int):
         """The C++ drafter with a KV cache of `capacity` committed positions (cached per capacity)."""
@@ -261,7 +271,12 @@ def build_drafter(config: dict, tensors: dict[str, Tensor], target_spec: dict, t
         "rot_dim": hd, "rope_inv_freq": rope_inv_freq(cfg.rope_theta, hd, cfg.rope_scaling),
         "norm_before_residual": cfg.norm_before_residual, "norm_output": cfg.norm_output,
     }
-    return Drafter(path, cfg, spec, weights, d2t, list(aux), shares)
+    head = None
+    out_w = target_weights.get("token_embd" if target_spec.get("tie_embeddings") else "output")
+    if "output_norm" in target_weights and out_w is not None and target_weights["output_norm"][1] == 0:
+        head = (np.ascontiguousarray(target_weights["output_norm"][0], dtype=np.float32), out_w,
+                float(target_spec["rms_eps"]))
+    return Drafter(path, cfg, spec, weights, d2t, list(aux), shares, head, L)
 
 
 def load_eagle3(folder: str | Path, target_spec: dict, target_weights: dict, weight_type: str = "q8_0") -> Drafter:

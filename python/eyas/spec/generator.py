@@ -13,15 +13,18 @@ import numpy as np
 
 from eyas.spec.metrics import SpecMetrics
 from eyas.spec.policy import TreePolicy
-from eyas.spec.rounds import Accepted, accept, commit, propose, verify
+from eyas.spec.rounds import Accepted, accept, commit, propose, split_aux, verify
 
 
 class SpeculativeGenerator:
     """target: `_core.Transformer` built with the drafter's aux_layers; drafter: `eyas.drafters.Drafter`."""
 
     def __init__(self, target, drafter, policy: TreePolicy | None = None, *, prefill_chunk: int = 512):
-        aux = list(getattr(target, "aux_layers", drafter.aux_layers))
-        if aux != list(drafter.aux_layers):
+        aux = list(target.aux_layers)
+        feats = list(drafter.feature_layers)
+        # Lazy logits when the target also captures its final state (aux id = num_layers).
+        self.lazy = drafter.target_head is not None and aux == feats + [drafter.target_layers]
+        if aux != feats and not self.lazy:
             raise ValueError(f"[spec] the target captures aux layers {aux}, the drafter needs {drafter.aux_layers}; "
                              "build the Transformer with aux_layers=drafter.aux_layers")
         self.target = target
@@ -63,9 +66,9 @@ class SpeculativeGenerator:
             t0 = time.perf_counter()
             tree = propose(drafter, pending_aux, pending_tokens, policy)
             t1 = time.perf_counter()
-            verified = verify(target, tree)
+            verified = verify(target, tree, len(self.drafter.feature_layers), self.lazy)
             t2 = time.perf_counter()
-            acc: Accepted = accept(verified, tree, params, rng)
+            acc: Accepted = accept(verified, tree, params, rng, self.drafter.target_head)
             commit(target, acc)
             t3 = time.perf_counter()
             s = self.stats
@@ -74,7 +77,7 @@ class SpeculativeGenerator:
             s.accept_s += t3 - t2
             s.observe(tree.size, len(acc.path) - 1)
             # The accepted nodes' features pair with the tokens that follow them (reference §3.1).
-            pending_aux, pending_tokens = verified.aux[acc.path], acc.tokens
+            pending_aux, pending_tokens = verified.features[acc.path], acc.tokens
             yield acc.tokens.tolist()
 
     def _prefill(self, ids: np.ndarray):
@@ -84,6 +87,6 @@ class SpeculativeGenerator:
             last = start + self.prefill_chunk >= len(ids)
             out = self.target.forward(chunk, logits="last" if last else "none", capture_aux=True)
             self.target.commit(np.arange(len(chunk), dtype=np.int32))
-            aux_parts.append(out["aux"])
+            aux_parts.append(split_aux(out["aux"], len(self.drafter.feature_layers), self.lazy)[0])
             logits = out.get("logits")
         return np.concatenate(aux_parts), logits

@@ -26,8 +26,9 @@ class DraftTree:
 
 @dataclasses.dataclass
 class Verified:
-    logits: np.ndarray  # float32[N, V]
-    aux: np.ndarray  # float32[N, A*H]
+    features: np.ndarray  # float32[N, F*H] the drafter's aux features of every node
+    logits: np.ndarray | None = None  # float32[N, V] (eager mode)
+    hidden: np.ndarray | None = None  # float32[N, H] final pre-norm states (lazy-logits mode)
 
 
 @dataclasses.dataclass
@@ -43,18 +44,34 @@ def propose(drafter, aux: np.ndarray, next_tokens: np.ndarray, policy: TreePolic
     return DraftTree(t["tokens"], t["parents"], t["depths"], t["mask"])
 
 
-def verify(target, tree: DraftTree) -> Verified:
-    """Target runs the whole tree after its committed prefix (positions length + depth)."""
-    out = target.forward(tree.tokens, mask=tree.mask, depths=tree.depths, logits="all", capture_aux=True)
-    return Verified(out["logits"], out["aux"])
+def split_aux(aux: np.ndarray, n_features: int, lazy: bool) -> tuple[np.ndarray, np.ndarray | None]:
+    """Captured aux F32[N, A*H] -> (drafter features F32[N, n_features*H], final hidden F32[N, H] or None)."""
+    if not lazy:
+        return aux, None
+    H = aux.shape[1] // (n_features + 1)
+    return np.ascontiguousarray(aux[:, : n_features * H]), np.ascontiguousarray(aux[:, n_features * H :])
 
 
-def accept(verified: Verified, tree: DraftTree, params, rng) -> Accepted:
-    """Greedy longest-path walk, or lossless tree sampling with the target's sampling params."""
+def verify(target, tree: DraftTree, n_features: int, lazy: bool) -> Verified:
+    """Target runs the whole tree after its committed prefix (positions length + depth). Lazy mode
+    skips the lm_head here; accept computes logits for the nodes it visits."""
+    out = target.forward(tree.tokens, mask=tree.mask, depths=tree.depths, logits="none" if lazy else "all",
+                         capture_aux=True)
+    features, hidden = split_aux(out["aux"], n_features, lazy)
+    return Verified(features, out.get("logits"), hidden)
+
+
+def accept(verified: Verified, tree: DraftTree, params, rng, head=None) -> Accepted:
+    """Greedy longest-path walk, or lossless tree sampling with the target's sampling params.
+    head: the drafter's target_head (output norm, output weight, eps) in lazy mode."""
     from eyas import _core
 
-    r = _core.spec.accept(verified.logits, tree.tokens, tree.parents, temperature=float(params.temperature),
-                          top_k=int(params.top_k), top_p=float(params.top_p), rng=rng)
+    kw = dict(temperature=float(params.temperature), top_k=int(params.top_k), top_p=float(params.top_p), rng=rng)
+    if verified.hidden is not None:
+        norm, out_w, eps = head
+        r = _core.spec.accept_hidden(verified.hidden, norm, out_w, eps, tree.tokens, tree.parents, **kw)
+    else:
+        r = _core.spec.accept(verified.logits, tree.tokens, tree.parents, **kw)
     return Accepted(r["path"], r["tokens"])
 
 
