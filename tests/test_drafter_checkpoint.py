@@ -165,3 +165,15 @@ def test_eagle_pytorch_bin(tmp_path):
     assert d.config.layout == "eagle" and d.weights["attn_q"][1] == 30
     ref = run(build(SPEC, CORE, cfg, t))
     np.testing.assert_allclose(run(d), ref, atol=0.1 * np.abs(ref).max())
+
+
+def test_recommended_tree_policy(tmp_path):
+    from eyas.spec import TreePolicy
+
+    cfg, t = random_checkpoint(9, SPEC)
+    assert load_eagle3(write_checkpoint(tmp_path / "a", cfg, t), SPEC, CORE).policy is None
+    cfg["eyas"] = {"tree_policy": [1, 4, 5]}
+    assert load_eagle3(write_checkpoint(tmp_path / "b", cfg, t), SPEC, CORE).policy == TreePolicy(1, 4, 5)
+    cfg["eyas"] = {"tree_policy": [0, 4, 5]}
+    with pytest.raises(ValueError, match=r"\[spec\].*top_k"):
+        load_eagle3(write_checkpoint(tmp_path / "c", cfg, t), SPEC, CORE)
