@@ -157,6 +157,7 @@ void Eagle3Drafter::encode_forward(Encoder& enc, int T, const Tensor* aux, int p
 }
 
 void Eagle3Drafter::ingest(const Tensor& aux, const Tensor& tokens) {
+  std::lock_guard<std::mutex> lock(mutex_);
   check_dtype(kOp, "aux", aux, DType::F32);
   check_ndim(kOp, "aux", aux, 2);
   check_dim(kOp, "aux", aux, 1, int64_t(spec_.num_aux) * spec_.target_hidden_size);
@@ -191,6 +192,7 @@ void Eagle3Drafter::ingest(const Tensor& aux, const Tensor& tokens) {
 }
 
 DraftTree Eagle3Drafter::expand(const TreePolicy& policy) {
+  std::lock_guard<std::mutex> lock(mutex_);
   if (root_token_ < 0) fail(kOp, "expand needs a preceding ingest");
   TreeBuilder b(policy, d2t_, spec_.draft_vocab_size);
   if (int64_t(policy.top_k) * (policy.depth - 1) > kTreeSlots)
@@ -224,6 +226,7 @@ DraftTree Eagle3Drafter::expand(const TreePolicy& policy) {
 }
 
 void Eagle3Drafter::truncate(int n) {
+  std::lock_guard<std::mutex> lock(mutex_);
   if (n < 0 || n > length_) fail(kOp, "truncate(" + std::to_string(n) + ") outside [0, " + std::to_string(length_) + "]");
   length_ = n;
   root_token_ = -1;  // the root's state belongs to the dropped suffix

@@ -4,6 +4,7 @@
 #pragma once
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -65,6 +66,7 @@ class Eagle3Drafter {
   Tensor out_norm_, lm_head_, embd_, inv_freq_, k_cache_, v_cache_;
   Scratch s_;
   std::vector<float> root_h_, root_logits_;
+  std::mutex mutex_;  // calls run without the GIL; one at a time
 };
 
 }  // namespace eyas::spec
