@@ -123,7 +123,7 @@ static void tile_cols(const Job& j, const Prep& p, int64_t n0, uint8_t* abuf) {
     _mm512_storeu_ps(dw + b * 16, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(dm)));
     if constexpr (has_min) _mm512_storeu_ps(mw + b * 16, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(dm, 16))));
   }
-  alignas(64) int32_t cbuf[2][16][16];
+  alignas(64) int32_t cbuf[2][16][16] = {};  // columns past a narrow C stay zero
   alignas(64) float obuf[16][16];
   for (int64_t g = 0; g < p.groups; ++g) {
     __m512 acc[16];
@@ -193,10 +193,13 @@ void cols_amx(const Job& j, int64_t n0, int64_t n1) {
   const int64_t full = p ? n0 + (n1 - n0) / 16 * 16 : n0;
   if (full > n0) {
     TileConfig cfg;
+    // A single short row group narrows C and B: tile stores bound the speed, and unused
+    // C columns (rows t >= T) are never read back into outputs.
+    const uint16_t width = uint16_t(4 * (p->groups == 1 ? j.t : 16));
     for (int c = 0; c < 2; ++c) {
-      cfg.rows[0 + c] = 16, cfg.colsb[0 + c] = 64;  // C: 16 weight rows x 16 activation rows of int32
-      cfg.rows[2 + c] = 16, cfg.colsb[2 + c] = 32;  // A: 16 weight rows x one block (32 bytes)
-      cfg.rows[4 + c] = 8, cfg.colsb[4 + c] = 64;   // B: 8 quads of k x 16 activation rows x 4 bytes
+      cfg.rows[0 + c] = 16, cfg.colsb[0 + c] = width;  // C: 16 weight rows x up to 16 activation rows of int32
+      cfg.rows[2 + c] = 16, cfg.colsb[2 + c] = 32;     // A: 16 weight rows x one block (32 bytes)
+      cfg.rows[4 + c] = 8, cfg.colsb[4 + c] = width;   // B: 8 quads of k x up to 16 activation rows x 4 bytes
     }
     _tile_loadconfig(&cfg);
     thread_local std::vector<uint8_t> abuf;
