@@ -8,16 +8,21 @@ Warm-up runs are excluded; every number is the median of --repeats runs.
 
 from __future__ import annotations
 
-import argparse
-import importlib.metadata
 import os
-import statistics
-import time
 
-import numpy as np
+# numpy's BLAS threads would spin beside eyas's workers on a 2-core machine.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-from eyas import _core
-from eyas.loaders import load_model
+import argparse  # noqa: E402
+import importlib.metadata  # noqa: E402
+import statistics  # noqa: E402
+import time  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+from eyas import _core  # noqa: E402
+from eyas.loaders import load_model  # noqa: E402
 
 
 def default_model() -> str:
