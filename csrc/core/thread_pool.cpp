@@ -34,27 +34,41 @@ ThreadPool::~ThreadPool() {
   for (auto& th : threads_) th.join();
 }
 
+void ThreadPool::drain(uint64_t gen, const std::function<void(int, int)>& fn) {
+  const uint64_t tag = (gen & 0xffffffffu) << 32;
+  for (;;) {
+    uint64_t cur = claim_.load(std::memory_order_acquire);
+    if ((cur & ~uint64_t(0xffffffffu)) != tag || int(cur & 0xffffffffu) >= num_threads_) return;
+    if (!claim_.compare_exchange_weak(cur, cur + 1, std::memory_order_acq_rel)) continue;
+    fn(int(cur & 0xffffffffu), num_threads_);
+    pending_.fetch_sub(1, std::memory_order_acq_rel);
+  }
+}
+
 void ThreadPool::run(const std::function<void(int, int)>& fn) {
   if (num_threads_ == 1) {
     fn(0, 1);
     return;
   }
-  job_ = &fn;
-  pending_.store(num_threads_ - 1, std::memory_order_relaxed);
+  job_.store(&fn, std::memory_order_relaxed);
+  pending_.store(num_threads_, std::memory_order_relaxed);
+  uint64_t gen;
   {
     // Publishing under the lock pairs with the sleepers' predicate check.
     std::lock_guard<std::mutex> lock(mutex_);
-    generation_.fetch_add(1, std::memory_order_release);
+    gen = generation_.load(std::memory_order_relaxed) + 1;
+    claim_.store((gen & 0xffffffffu) << 32, std::memory_order_release);
+    generation_.store(gen, std::memory_order_release);
   }
   if (sleepers_.load() > 0) wake_.notify_all();
-  fn(0, num_threads_);
+  drain(gen, fn);
   for (int spin = 0; pending_.load(std::memory_order_acquire) != 0; ++spin) {
     if (spin < kSpinIterations)
       cpu_relax();
     else
-      std::this_thread::yield();  // a worker was descheduled: let it run
+      std::this_thread::yield();  // the share's owner was descheduled: let it run
   }
-  job_ = nullptr;
+  job_.store(nullptr, std::memory_order_relaxed);
 }
 
 void ThreadPool::worker(int tid) {
@@ -77,8 +91,10 @@ void ThreadPool::worker(int tid) {
     }
     seen = gen;
     if (stop_.load()) return;
-    (*job_)(tid, num_threads_);
-    pending_.fetch_sub(1, std::memory_order_acq_rel);
+    // job_ may already belong to a later job (or be null); drain() runs only shares tagged with
+    // `gen`, and while one of those is unclaimed the caller is still inside run() for that job.
+    const std::function<void(int, int)>* job = job_.load(std::memory_order_acquire);
+    if (job) drain(gen, *job);
   }
 }
 

@@ -1,4 +1,6 @@
-// Fixed set of worker threads that run one job at a time, each thread getting (tid, nth).
+// Fixed set of worker threads that run one job at a time as nth shares (tid, nth). Any running
+// thread (the caller included) claims the next unclaimed share, so a worker the OS has
+// descheduled never stalls a job; a share's work depends only on (tid, nth), so bits don't change.
 // Workers spin briefly before sleeping: a decode step issues hundreds of tiny jobs, and a
 // condition-variable wake per job would cost more than the job.
 #pragma once
@@ -28,15 +30,18 @@ class ThreadPool {
 
  private:
   void worker(int tid);
+  // Runs unclaimed shares of job generation `gen` until none is left.
+  void drain(uint64_t gen, const std::function<void(int, int)>& fn);
   int num_threads_;
   std::vector<std::thread> threads_;
-  const std::function<void(int, int)>* job_ = nullptr;
+  std::atomic<const std::function<void(int, int)>*> job_{nullptr};
   std::atomic<uint64_t> generation_{0};
-  std::atomic<int> pending_{0};
+  std::atomic<int> pending_{0};       // shares not yet finished
   std::atomic<bool> stop_{false};
   std::mutex mutex_;
   std::condition_variable wake_;
   std::atomic<int> sleepers_{0};
+  std::atomic<uint64_t> claim_{0};  // (generation << 32) | next share to claim
 };
 
 }  // namespace eyas
