@@ -282,5 +282,6 @@ def test_eval_metrics_and_replay(target, data):
     m = evaluate_sequences(target, d, seqs, top_k=4, depth=3, total_tokens=16)
     assert 1.0 <= m["mean_accept_length"] <= 5.0 and len(m["per_position"]) == 4
     assert m["tokens"] == sum(len(s) - p - 1 for s, p in seqs)
-    acc, roots = replay(np.array([2, 0, 5, 0, 0, 0, 0]), 10, 18)
-    assert roots == [10, 13, 14] and acc == [2, 0, 3]
+    # Root 10 accepts 2 -> next root 13, whose 5 is clipped to the 4 tokens left.
+    acc, roots = replay(np.array([2, 0, 0, 5, 0, 0, 0]), 10, 18)
+    assert roots == [10, 13] and acc == [2, 4]

@@ -9,7 +9,7 @@ tail -c 3000 $W/pipeline.log
 mkdir -p $OUT
 cp $W/pipeline.log $OUT/ 2>/dev/null
 cat $W/runs/*/train_log.jsonl > $OUT/train_logs.jsonl 2>/dev/null
-cp $W/eval.json $OUT/ 2>/dev/null
+cp $W/eval.json $W/eval60.json $OUT/ 2>/dev/null
 for m in eagle3 hass; do
   if [ -f $W/runs/$m/export/model.safetensors ] && [ -f $W/DONE ]; then
     tar -C $W/runs/$m -cf $W/$m.tar export

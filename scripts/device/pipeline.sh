@@ -6,9 +6,11 @@ W=/tmp/w
 G=$W/target.gguf
 R="python3 $W/src/scripts/device/run_train.py"
 GEN_MIN=${GEN_MIN:-4.5}
-TRAIN_MIN=${TRAIN_MIN:-8}
+TRAIN_MIN=${TRAIN_MIN:-9}
+# DRY=1: the same pipeline shrunk to seconds of work (a CPU rehearsal before spending GPU time).
+if [ "${DRY:-0}" = 1 ]; then SMALL="--limit 4 --max-new 8 --batch 4"; ESMALL="--limit 2 --max-new 8"; TRAIN_MIN=0.3; else SMALL="--max-new 256 --batch 1024"; ESMALL="--max-new 256"; fi
 nvidia-smi --query-gpu=name,memory.used --format=csv
-$R generate --gguf $G --prompts $W/prompts/train.jsonl --out $W/data.npz --max-new 256 --batch 1024 \
+$R generate --gguf $G --prompts $W/prompts/train.jsonl --out $W/data.npz $SMALL \
   --greedy-frac 0.5 --temperature 0.7 --max-minutes $GEN_MIN --log $W/gen.log || { echo FAILED > $W/DONE; exit 1; }
 COMMON="--gguf $G --data $W/data.npz --draft-vocab 8192 --tokens-per-batch 32768 --max-len 768 --lr 5e-4 --epochs 50 --max-minutes $TRAIN_MIN --ckpt-every 300 --log-every 50 --dtype float16"
 $R train $COMMON --out $W/runs/eagle3 > $W/train_eagle3.log 2>&1 &
@@ -18,6 +20,10 @@ P2=$!
 wait $P1; wait $P2
 tail -3 $W/train_eagle3.log $W/train_hass.log
 $R eval --gguf $G --drafter $W/runs/eagle3/export $W/runs/hass/export \
-  --prompts $W/prompts/eval_code.jsonl $W/prompts/eval_chat.jsonl --max-new 256 --batch 160 \
+  --prompts $W/prompts/eval_code.jsonl $W/prompts/eval_chat.jsonl $ESMALL --batch 160 \
   --top-k 8 --depth 6 --total-tokens 48 --cache-dir $W/cache --json-out $W/eval.json --log $W/eval.log
+# A larger tree (EAGLE's default size) on the same cached greedy sequences.
+$R eval --gguf $G --drafter $W/runs/eagle3/export $W/runs/hass/export \
+  --prompts $W/prompts/eval_code.jsonl $W/prompts/eval_chat.jsonl $ESMALL --batch 160 \
+  --top-k 10 --depth 7 --total-tokens 60 --cache-dir $W/cache --json-out $W/eval60.json --log $W/eval.log
 echo ok > $W/DONE

@@ -11,4 +11,4 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
 rm -rf $W/src && mkdir -p $W/src && cp -r python scripts $W/src/ && cp -r .carry/b/prompts $W/prompts
 cd $W && PYTHONPATH=$W/site PYTHONUNBUFFERED=1 setsid nohup bash $W/src/scripts/device/pipeline.sh > $W/pipeline.log 2>&1 < /dev/null &
 sleep 2
-exec bash "$(dirname "$0")/collect.sh" "${1:-560}"
+exec bash "$(dirname "$0")/collect.sh" "${1:-540}"
