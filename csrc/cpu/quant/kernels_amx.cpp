@@ -105,7 +105,7 @@ static void unpack_tile(const uint8_t* w, size_t wrow, int64_t nb, uint8_t* out)
 
 // One 16-column tile, every row group: acc[i][t] over blocks in order.
 template <WKind K>
-static void tile_cols(const Job& j, const Prep& p, int64_t n0, uint8_t* abuf) {
+static void tile_cols(const Job& j, const Prep& p, int64_t n0, bool prefetch_next, uint8_t* abuf) {
   constexpr int bytes = K == kQ8_0 ? kQ8_0Bytes : K == kQ4_0 ? kQ4_0Bytes : K == kQ4_1 ? kQ4_1Bytes
                         : K == kQ5_0 ? kQ5_0Bytes : kQ5_1Bytes;
   constexpr bool has_min = K == kQ4_1 || K == kQ5_1;
@@ -168,6 +168,11 @@ static void tile_cols(const Job& j, const Prep& p, int64_t n0, uint8_t* abuf) {
     for (int64_t b = 0; b < nb; ++b) {
       if (b + 1 < nb) store(b + 1);
       if (b + 2 < nb) issue(b + 2);
+      if (g == 0 && prefetch_next) {  // the next 16 rows are read column-block-wise: fetch them early
+        const size_t tile = 16 * j.wrow, lo = tile * size_t(b) / size_t(nb), hi = tile * size_t(b + 1) / size_t(nb);
+        const char* next = reinterpret_cast<const char*>(w) + tile;
+        for (size_t off = lo & ~size_t(63); off < hi; off += 64) _mm_prefetch(next + off, _MM_HINT_T0);
+      }
       const __m512 dx = _mm512_loadu_ps(p.dx + b * p.tp + g * 16);
       const __m512i sx = _mm512_loadu_si512(p.sx + b * p.tp + g * 16);
       const __m512 dsx = _mm512_mul_ps(dx, _mm512_cvtepi32_ps(sx));
@@ -205,7 +210,7 @@ void cols_amx(const Job& j, int64_t n0, int64_t n1) {
     thread_local std::vector<uint8_t> abuf;
     abuf.resize(size_t(j.k / 32) * (512 + 128) + 64);  // A tiles, then dw and mw
     uint8_t* a = reinterpret_cast<uint8_t*>((uintptr_t(abuf.data()) + 63) & ~uintptr_t(63));
-    for (int64_t n = n0; n < full; n += 16) tile_cols<K>(j, *p, n, a);
+    for (int64_t n = n0; n < full; n += 16) tile_cols<K>(j, *p, n, n + 16 < full, a);
     _tile_release();
   }
   if (full < n1) Fallback(j, full, n1);
