@@ -226,7 +226,7 @@ const Table* table_amx() {
     using namespace amx_impl;
     Table t = *table_avx512();
     t.isa = Isa::Amx;
-    t.cols[kQ8_0] = &cols_amx<kQ8_0, &cols_generic<dot_q8_0_v, 32>>;
+    t.cols[kQ8_0] = &cols_amx<kQ8_0, &cols_q8_0>;
     t.cols[kQ4_0] = &cols_amx<kQ4_0, &cols_q4x4<kQ4_0>>;
     t.cols[kQ4_1] = &cols_amx<kQ4_1, &cols_q4x4<kQ4_1>>;
     t.cols[kQ5_0] = &cols_amx<kQ5_0, &cols_q4x4<kQ5_0>>;

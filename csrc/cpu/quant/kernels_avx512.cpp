@@ -31,7 +31,7 @@ const Table* table_avx512() {
     t.cols[kF32] = &cols_generic<dot_float_v<kF32>, 1>;
     t.cols[kF16] = &cols_generic<dot_float_v<kF16>, 1>;
     t.cols[kBF16] = &cols_generic<dot_float_v<kBF16>, 1>;
-    t.cols[kQ8_0] = &cols_generic<dot_q8_0_v, 32>;
+    t.cols[kQ8_0] = &cols_q8_0;
     t.cols[kQ4_0] = &cols_q4x4<kQ4_0>;
     t.cols[kQ4_1] = &cols_q4x4<kQ4_1>;
     t.cols[kQ5_0] = &cols_q4x4<kQ5_0>;

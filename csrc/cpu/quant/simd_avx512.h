@@ -255,6 +255,10 @@ void cols_q4x4(const Job& j, int64_t n0, int64_t n1) {
     const uint8_t* wc[4];
     for (int c = 0; c < 4; ++c) wc[c] = j.w + (n + c < n1 ? n + c : n1 - 1) * j.wrow;
     const int64_t cols = n1 - n < 4 ? n1 - n : 4;
+    if (n + 12 < n1) {  // request the rows 3 groups ahead early (see cols_q8_0)
+      const char* ahead = reinterpret_cast<const char*>(j.w + (n + 12) * j.wrow);
+      for (size_t off = 0; off < 4 * j.wrow; off += 64) _mm_prefetch(ahead + off, _MM_HINT_T0);
+    }
     for (int64_t t = 0; t < j.t; ++t) {
       float out[4];
       dot4_q4<K>(wc, xrow(j.act, t), nb, out);
@@ -340,5 +344,19 @@ inline void quant_rows256_v(const ActRows& a, int64_t r0, int64_t r1) {
       }
       a.d[r * a.d_per_row + b] = d;
     }
+  }
+}
+
+// Q8_0 rows one at a time; the row 8 ahead is requested early (long rows of short blocks
+// leave the hardware prefetcher behind at T=1).
+inline void cols_q8_0(const Job& j, int64_t n0, int64_t n1) {
+  const int64_t nb = j.k / 32;
+  for (int64_t n = n0; n < n1; ++n) {
+    if (n + 8 < n1) {
+      const char* ahead = reinterpret_cast<const char*>(j.w + (n + 8) * j.wrow);
+      for (size_t off = 0; off < j.wrow; off += 64) _mm_prefetch(ahead + off, _MM_HINT_T0);
+    }
+    const uint8_t* wr = j.w + n * j.wrow;
+    for (int64_t t = 0; t < j.t; ++t) j.y[t * j.n + n] = dot_q8_0_v(wr, xrow(j.act, t), nb);
   }
 }
