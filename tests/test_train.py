@@ -22,7 +22,7 @@ from eyas.train.generate import generate_batch  # noqa: E402
 from eyas.train.gguf_llama import GGUFLlama  # noqa: E402
 from eyas.train.trainer import TrainArgs, target_signals, train, ttt_loss, collate  # noqa: E402
 
-V, H, FF, L, NH, NKV = 96, 32, 64, 8, 4, 2
+V, H, FF, L, NH, NKV = 96, 64, 128, 8, 4, 2
 HD = H // NH
 
 
@@ -41,6 +41,11 @@ def tiny_gguf(tmp_path_factory):
     w.add_layer_norm_rms_eps(1e-5)
     w.add_bos_token_id(1)
     w.add_eos_token_id(2)
+    # A placeholder vocabulary: the engine's loader wants a tokenizer; ids are all that is used.
+    w.add_tokenizer_model("gpt2")
+    w.add_token_list(["<s>", "<pad>", "</s>", "a", "b", "ab"] + [f"<t{i}>" for i in range(6, V)])
+    w.add_token_types([3 if i < 3 else 1 for i in range(V)])
+    w.add_token_merges(["a b"])
     f = lambda *s: (rng.standard_normal(s) * (1.0 / math.sqrt(s[-1]))).astype(np.float32)  # noqa: E731
     # Embedding rows scaled up so the tiny model is confident (its greedy text is learnable).
     w.add_tensor("token_embd.weight", f(V, H) * 4)

@@ -102,7 +102,8 @@ def draft_trees(drafter, aux, ids, roots, top_k=8, depth=6, total_tokens=48):
 def evaluate_sequences(target, drafter, seqs, top_k=8, depth=6, total_tokens=48, chunk=256):
     """seqs: list of (token ids, prompt_len) greedy target sequences -> metrics dict.
 
-    mean_accept_length counts the bonus token (tokens per target forward). per_position[k-1] =
+    mean_accept_length = tokens emitted per round (target forward), bonus token included; the
+    token sampled at prefill is not counted. per_position[k-1] =
     P(draft token k accepted | tokens 1..k-1 accepted).
     """
     dev = target.embed.device
@@ -125,7 +126,10 @@ def evaluate_sequences(target, drafter, seqs, top_k=8, depth=6, total_tokens=48,
     for k in range(1, depth + 2):
         reach = (a >= k - 1) & (room >= k)
         per.append(float((a[reach] >= k).mean()) if reach.any() else float("nan"))
-    return {"mean_accept_length": float((a + 1).mean()), "rounds": int(len(a)), "tokens": int((a + 1).sum()),
+    # A round emits its accepted tokens plus the target's bonus token, except when the accepted
+    # path already reaches the end of the reference text (EOS or the length limit).
+    emitted = a + (a < room)
+    return {"mean_accept_length": float(emitted.mean()), "rounds": int(len(a)), "tokens": int(emitted.sum()),
             "per_position": [round(x, 4) for x in per], "top_k": top_k, "depth": depth, "total_tokens": total_tokens}
 
 

@@ -4,7 +4,8 @@ chat: templated instructions, tasks x topics x styles (all written for eyas). He
   a fixed set of topics never used for training.
 code: signatures + docstrings of functions found with ``ast`` in the stdlib and site-packages of
   the machine that runs this. Held-out split = whole top-level packages (by a stable hash).
-Each prompt is a dict {"id", "prompt", "kind", "source"}; files are JSONL.
+Each prompt is a dict {"id", "prompt", "chat": true, "kind", "source"} (JSONL; "chat" = apply the
+chat template, as in bench/prompts/*.jsonl).
 """
 
 from __future__ import annotations
@@ -93,7 +94,7 @@ def chat_prompts(n: int, seed: int = 0, held_out: bool = False):
         if p in seen:
             continue
         seen.add(p)
-        out.append({"id": f"chat-{'eval' if held_out else 'train'}-{len(out)}", "prompt": p, "kind": "chat", "source": "template"})
+        out.append({"id": f"chat-{'eval' if held_out else 'train'}-{len(out)}", "prompt": p, "chat": True, "kind": "chat", "source": "template"})
     return out
 
 
@@ -156,7 +157,7 @@ def code_prompts(funcs, eval_mod=10, seed=0, variants=2):
         bucket = ev if held else train
         for task in rng.sample(CODE_TASKS, 1 if held else variants):
             p = task.format(sig=sig, doc=doc.replace('"""', "'''"), name=name, args=args, doc1=doc1)
-            bucket.append({"id": f"code-{len(bucket)}", "prompt": p, "kind": "code", "source": f"{rel}::{name}"})
+            bucket.append({"id": f"code-{len(bucket)}", "prompt": p, "chat": True, "kind": "code", "source": f"{rel}::{name}"})
     return train, ev
 
 
