@@ -18,7 +18,7 @@ P1=$!
 $R train $COMMON --hass --out $W/runs/hass > $W/train_hass.log 2>&1 &
 P2=$!
 wait $P1; wait $P2
-tail -3 $W/train_eagle3.log $W/train_hass.log
+tail -n 3 $W/train_eagle3.log $W/train_hass.log
 $R eval --gguf $G --drafter $W/runs/eagle3/export $W/runs/hass/export \
   --prompts $W/prompts/eval_code.jsonl $W/prompts/eval_chat.jsonl $ESMALL --batch 160 \
   --top-k 8 --depth 6 --total-tokens 48 --cache-dir $W/cache --json-out $W/eval.json --log $W/eval.log
