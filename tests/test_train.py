@@ -131,12 +131,16 @@ def test_training_lowers_loss(tmp_path, target, data, hass):
             return ttt_loss(d, aux, ids, p, mask, args)[1]
 
     before = loss_now()
-    train(target, d, data, str(tmp_path), args, torch.device("cpu"), log=lambda m: None)
+    steps = train(target, d, data, str(tmp_path), args, torch.device("cpu"), log=lambda m: None)
     after = loss_now()
     assert after[0] < 0.85 * before[0], (before, after)
     assert (tmp_path / "ckpt.pt").exists()
-    # Resume: a finished run does no more steps.
-    assert train(target, d, data, str(tmp_path), args, torch.device("cpu"), log=lambda m: None) == 0 or True
+    # Resume: a fresh drafter picks up the finished run's weights and trains no further.
+    fresh = _drafter(target, data)
+    logs = []
+    assert train(target, fresh, data, str(tmp_path), args, torch.device("cpu"), log=logs.append) == steps
+    assert any("resumed" in m for m in logs)
+    assert all(torch.equal(a, b) for a, b in zip(fresh.state_dict().values(), d.state_dict().values()))
 
 
 def test_export_roundtrip_and_layout(tmp_path, target, data):
