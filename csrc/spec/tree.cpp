@@ -20,23 +20,27 @@ void check_policy(const char* op, const TreePolicy& p, int64_t draft_vocab) {
 }
 
 void topk_log_softmax(const float* x, int64_t n, int32_t k, float* logp, int32_t* idx) {
-  double mx = -INFINITY;
-  for (int64_t i = 0; i < n; ++i)
-    if (x[i] > mx) mx = x[i];
+  // One pass for the max and the k best (value desc, then lower index: a later equal value never
+  // displaces an earlier one), one pass of float exps for the normaliser. k is small.
+  std::vector<std::pair<float, int32_t>> best;
+  best.reserve(size_t(k) + 1);
+  float mx = -INFINITY;
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = std::isnan(x[i]) ? -INFINITY : x[i];
+    mx = std::max(mx, v);
+    if (int32_t(best.size()) == k && !(v > best.back().first)) continue;
+    auto at = std::find_if(best.begin(), best.end(), [&](const std::pair<float, int32_t>& b) { return b.first < v; });
+    best.insert(at, {v, int32_t(i)});
+    if (int32_t(best.size()) > k) best.pop_back();
+  }
   double sum = 0.0;
   if (std::isfinite(mx))
     for (int64_t i = 0; i < n; ++i)
-      if (!std::isnan(x[i])) sum += std::exp(double(x[i]) - mx);
+      if (!std::isnan(x[i])) sum += double(std::exp(x[i] - mx));
   const double lse = std::isfinite(mx) ? std::log(sum) : 0.0;  // >= 0: the max term alone is 1
-  std::vector<int32_t> order(static_cast<size_t>(n));
-  std::iota(order.begin(), order.end(), 0);
-  auto key = [&](int32_t i) { return std::isnan(x[i]) ? -INFINITY : x[i]; };
-  std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int32_t a, int32_t b) {
-    return key(a) > key(b) || (key(a) == key(b) && a < b);
-  });
   for (int32_t j = 0; j < k; ++j) {
-    idx[j] = order[j];
-    const double v = std::isfinite(mx) ? (double(key(order[j])) - mx) - lse : -INFINITY;
+    idx[j] = best[size_t(j)].second;
+    const double v = std::isfinite(mx) ? double(best[size_t(j)].first - mx) - lse : -INFINITY;
     logp[j] = float(std::min(v, 0.0));
   }
 }
