@@ -31,7 +31,7 @@ def test_round_trip(tmp_path, layout, kw):
     direct = build(SPEC, CORE, cfg, t)
     loaded = load_eagle3(write_checkpoint(tmp_path / layout, cfg, t, layout=layout), SPEC, CORE, "f32")
     assert loaded.config.layout == layout
-    assert loaded.feature_layers == [2, 3, 3] and loaded.aux_layers == [2, 3, 3, 6]
+    assert loaded.feature_layers == loaded.aux_layers == [2, 3, 3]
     assert loaded.shares_embedding == ("embed_tokens.weight" not in t)
     assert not loaded.config.norm_before_residual
     np.testing.assert_array_equal(loaded.d2t, direct.d2t)

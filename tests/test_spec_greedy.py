@@ -44,7 +44,7 @@ def probe_logits(target, length):
 def check_equal(spec, core, drafter, prompts, policies, n_tokens, lazy=True):
     """lazy: the target also captures its final state, so accept computes logits per visited node."""
     plain_t = _core.Transformer(spec, core, max_context=256, aux_layers=AUX)
-    spec_t = _core.Transformer(spec, core, max_context=256, aux_layers=drafter.aux_layers if lazy else AUX)
+    spec_t = _core.Transformer(spec, core, max_context=256, aux_layers=AUX + [LAYERS] if lazy else AUX)
     accepted = 0
     for prompt in prompts:
         want = take(plain_steps(plain_t, prompt, Sampler()), n_tokens)
@@ -65,6 +65,8 @@ def test_random_drafter_matches_plain_greedy(lazy):
     spec, core = make_target()
     cfg, t = random_checkpoint(1, spec, draft_vocab=48)
     drafter = build(spec, core, cfg, t)
+    assert drafter.aux_layers == AUX
+    drafter.lazy_logits = True
     assert drafter.aux_layers == AUX + [LAYERS]
     rng = np.random.default_rng(0)
     prompts = [rng.integers(0, 64, n).tolist() for n in (1, 3, 17, 40)]

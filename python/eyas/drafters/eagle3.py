@@ -177,13 +177,17 @@ class Drafter:
     target_head: tuple | None = None
     target_layers: int = 0  # the target's num_layers
     policy: object = None  # recommended TreePolicy from config.json "eyas": {"tree_policy": [k, d, t]}
+    # Lazy target logits (needs target_head): pays off only when a batched lm_head is expensive;
+    # with the CPU's batched matmul paths computing every node's logits in verify is as fast.
+    lazy_logits: bool = False
     _runtimes: dict = dataclasses.field(default_factory=dict, repr=False)
 
     @property
     def aux_layers(self) -> list[int]:
-        """Layers the target must capture: the drafter's features, then (with target_head) the
+        """Layers the target must capture: the drafter's features, then (with lazy_logits) the
         final pre-norm state (id = num_layers)."""
-        return self.feature_layers + ([self.target_layers] if self.target_head is not None else [])
+        lazy = self.lazy_logits and self.target_head is not None
+        return self.feature_layers + ([self.target_layers] if lazy else [])
 
     def runtime(self, capacity: int):
         """The C++ drafter with a KV cache of `capacity` committed positions (cached per capacity)."""
