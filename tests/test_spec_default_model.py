@@ -36,7 +36,9 @@ def test_greedy_identical_on_default_model(model, prompt):
     got = model.generate(prompt, chat=True, max_tokens=24)
     assert got.tokens == want.tokens and got.text == want.text
     assert got.metrics["num_drafts"] >= 1
-    assert got.metrics["num_draft_tokens"] == 15 * got.metrics["num_drafts"]  # default tree of 16 nodes
+    from eyas.spec import TreePolicy
+
+    assert got.metrics["num_draft_tokens"] == (TreePolicy().total_tokens - 1) * got.metrics["num_drafts"]
 
 
 def test_seeded_sampling_on_default_model(model):

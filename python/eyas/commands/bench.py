@@ -27,7 +27,7 @@ def register(subparsers) -> None:
     p.add_argument("--prompts", required=True, help="jsonl file of prompts")
     p.add_argument("--model", default=None, help="GGUF file or HF folder (default: bundled SmolLM2-135M)")
     p.add_argument("--drafter", default="default", help="EAGLE-3 drafter folder or 'default'")
-    p.add_argument("--tree", default=None, help="tree policy 'TOP_K,DEPTH,TOTAL' or 'chain:DEPTH' (default: 4,5,16)")
+    p.add_argument("--tree", default=None, help="tree policy 'TOP_K,DEPTH,TOTAL' or 'chain:DEPTH' (default: the drafter's or chain:3)")
     p.add_argument("--max-tokens", type=int, default=128)
     p.add_argument("--repeats", type=int, default=1)
     p.add_argument("--limit", type=int, default=None, help="use only the first N prompts")
