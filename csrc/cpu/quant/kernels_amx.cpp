@@ -24,7 +24,12 @@ static inline float H2F(uint16_t h) { return _cvtsh_ss(h); }  // F16C: exact, as
 #include "cpu/quant/dot_generic.h"
 #include "cpu/quant/simd_avx512.h"
 
+// Tile paths from this many activation rows; Q8_0 reads its weights as A tiles with no unpacking,
+// which pays from T = 2 (T = 2..16 cost about one T = 1 pass). Q4_0/Q4_1 switch to the
+// activation-as-A layout up to kQ4SmallT rows, where its cheaper epilogue wins.
 constexpr int64_t kAmxMinRows = 4;
+constexpr int64_t kAmxMinRowsQ8 = 2;
+constexpr int64_t kQ4SmallT = 8;
 
 // Activations laid out for B tiles: per block b and group of 16 rows g, 8 rows (k/4) of
 // 16 rows x 4 bytes; plus per-block scales and sums transposed to [b][row] (rows padded to 16).
@@ -51,9 +56,16 @@ static uint8_t* grow(size_t bytes) {
 
 static bool legacy(WKind k) { return k == kQ8_0 || k == kQ4_0 || k == kQ4_1 || k == kQ5_0 || k == kQ5_1; }
 
+// Whether `prepare` lays the activations out as B tiles for this call.
+static bool b_tile_path(WKind k, int64_t t) {
+  if (k == kQ8_0) return t >= kAmxMinRowsQ8;
+  if (k == kQ4_0 || k == kQ4_1) return t > kQ4SmallT;
+  return t >= kAmxMinRows;
+}
+
 void prepare(Job& job, WKind kind) {
   job.extra = nullptr;
-  if (!legacy(kind) || job.t < kAmxMinRows || job.n < 16) return;
+  if (!legacy(kind) || !b_tile_path(kind, job.t) || job.n < 16) return;
   thread_local Prep prep;
   const int64_t nb = job.k / 32, groups = (job.t + 15) / 16, tp = groups * 16;
   const size_t vbytes = size_t(nb * groups * 512), fbytes = size_t(nb * tp * 4);
@@ -216,6 +228,109 @@ void cols_amx(const Job& j, int64_t n0, int64_t n1) {
   if (full < n1) Fallback(j, full, n1);
 }
 
+// ---- Q4_0 / Q4_1 with activations as the A tile --------------------------------------------
+// Here C = X·Wᵀ comes out as [activation rows][16 weight columns], so the float epilogue costs one
+// 16-lane step per activation row and block instead of one per weight row: for the small T of a
+// speculative verify (2..16) that is what bounds the speed. Weights go to B tiles in VNNI layout:
+// B row r holds, for each of 16 columns, the 4 consecutive k values 4r..4r+3 of one block, which
+// for nibble-packed blocks is dword r of the block's qs (low nibbles, r < 4) or its high nibbles.
+
+// B tiles of 16 weight rows, every block: [nb][8 rows][16 columns x 4 bytes]; scales [nb][16].
+template <WKind K>
+static void unpack_b_q4(const uint8_t* w, size_t wrow, int64_t nb, uint8_t* bt, float* dw, float* mw) {
+  constexpr int bytes = K == kQ4_0 ? kQ4_0Bytes : kQ4_1Bytes;
+  constexpr int qs_off = K == kQ4_0 ? 2 : 4;
+  const __m512i rows = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                          _mm512_set1_epi32(int32_t(wrow)));
+  const __m512i m4 = _mm512_set1_epi8(0x0F);
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* blk = w + b * bytes;
+    uint8_t* o = bt + b * 512;
+    for (int r = 0; r < 4; ++r) {
+      const __m512i d = _mm512_i32gather_epi32(rows, blk + qs_off + 4 * r, 1);
+      _mm512_store_si512(o + 64 * r, _mm512_and_si512(d, m4));
+      _mm512_store_si512(o + 64 * (r + 4), _mm512_and_si512(_mm512_srli_epi16(d, 4), m4));
+    }
+    const __m512i dm = _mm512_i32gather_epi32(rows, blk, 1);  // d (low half) and m (high half)
+    _mm512_store_ps(dw + b * 16, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(dm)));
+    if constexpr (K == kQ4_1) _mm512_store_ps(mw + b * 16, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(dm, 16))));
+  }
+}
+
+template <WKind K>
+void cols_amx_q4t(const Job& j, int64_t n0, int64_t n1) {
+  constexpr bool has_min = K == kQ4_1;
+  constexpr int32_t offset = K == kQ4_0 ? 8 : 0;  // Q4_0 stores q + 8: folded into the integer dot
+  if (j.t > kQ4SmallT) return cols_amx<K, &cols_q4x4<K>>(j, n0, n1);
+  const int64_t full = j.t >= 2 ? n0 + (n1 - n0) / 16 * 16 : n0;
+  if (full > n0) {
+    const int64_t nb = j.k / 32;
+    thread_local std::vector<uint8_t> buf;
+    buf.resize(size_t(nb) * (512 + 128) + 64);
+    uint8_t* bt = reinterpret_cast<uint8_t*>((uintptr_t(buf.data()) + 63) & ~uintptr_t(63));
+    float* dw = reinterpret_cast<float*>(bt + nb * 512);
+    float* mw = dw + nb * 16;
+    alignas(64) int32_t cbuf[2][16][16];
+    for (int64_t g0 = 0; g0 < j.t; g0 += 16) {
+      const int tg = int(std::min<int64_t>(16, j.t - g0));
+      TileConfig cfg;
+      for (int c = 0; c < 2; ++c) {
+        cfg.rows[0 + c] = uint8_t(tg), cfg.colsb[0 + c] = 64;  // C: activation rows x 16 columns of int32
+        cfg.rows[2 + c] = uint8_t(tg), cfg.colsb[2 + c] = 32;  // A: activation rows x one block of int8
+        cfg.rows[4 + c] = 8, cfg.colsb[4 + c] = 64;            // B: 8 quads of k x 16 columns x 4 bytes
+      }
+      _tile_loadconfig(&cfg);
+      const int8_t* xq = j.act.qs + g0 * j.k;
+      for (int64_t n = n0; n < full; n += 16) {
+        unpack_b_q4<K>(j.w + n * j.wrow, j.wrow, nb, bt, dw, mw);
+        if (n + 16 < full) {  // the next 16 rows are read block-column-wise: fetch them early
+          const char* next = reinterpret_cast<const char*>(j.w + (n + 16) * j.wrow);
+          for (size_t off = 0; off < 16 * j.wrow; off += 64) _mm_prefetch(next + off, _MM_HINT_T0);
+        }
+        __m512 acc[16];
+        for (int t = 0; t < tg; ++t) acc[t] = _mm512_setzero_ps();
+        // Tile ids are immediates, hence the parity branches (C 0/1, A 2/3, B 4/5); a block's
+        // product is stored one step ahead of its epilogue so the store has landed when read.
+        auto issue = [&](int64_t b) {
+          if (b & 1) {
+            _tile_zero(1);
+            _tile_loadd(3, xq + b * 32, long(j.k));
+            _tile_loadd(5, bt + b * 512, 64);
+            _tile_dpbsud(1, 3, 5);
+            _tile_stored(1, cbuf[1], 64);
+          } else {
+            _tile_zero(0);
+            _tile_loadd(2, xq + b * 32, long(j.k));
+            _tile_loadd(4, bt + b * 512, 64);
+            _tile_dpbsud(0, 2, 4);
+            _tile_stored(0, cbuf[0], 64);
+          }
+        };
+        issue(0);
+        for (int64_t b = 0; b < nb; ++b) {
+          if (b + 1 < nb) issue(b + 1);  // the other C buffer: overlaps this block's epilogue
+          const int32_t(*c)[16] = cbuf[b & 1];
+          const __m512 dwv = _mm512_load_ps(dw + b * 16);
+          const __m512 mwv = has_min ? _mm512_load_ps(mw + b * 16) : _mm512_setzero_ps();
+          for (int t = 0; t < tg; ++t) {
+            const int64_t row = (g0 + t);
+            const float dx = j.act.d[row * j.act.d_per_row + b];
+            const int32_t sx = j.act.s[row * j.act.s_per_row + b];
+            __m512i iv = _mm512_load_si512(c[t]);
+            if constexpr (offset != 0) iv = _mm512_sub_epi32(iv, _mm512_set1_epi32(offset * sx));
+            __m512 pv = _mm512_mul_ps(_mm512_cvtepi32_ps(iv), _mm512_mul_ps(dwv, _mm512_set1_ps(dx)));
+            if constexpr (has_min) pv = _mm512_add_ps(pv, _mm512_mul_ps(mwv, _mm512_set1_ps(dx * float(sx))));
+            acc[t] = _mm512_add_ps(acc[t], pv);
+          }
+        }
+        for (int t = 0; t < tg; ++t) _mm512_storeu_ps(j.y + (g0 + t) * j.n + n, acc[t]);
+      }
+      _tile_release();
+    }
+  }
+  if (full < n1) cols_q4x4<K>(j, full, n1);
+}
+
 }  // namespace amx_impl
 }  // namespace eyas::cpu::quant
 #pragma GCC pop_options
@@ -227,8 +342,8 @@ const Table* table_amx() {
     Table t = *table_avx512();
     t.isa = Isa::Amx;
     t.cols[kQ8_0] = &cols_amx<kQ8_0, &cols_q8_0>;
-    t.cols[kQ4_0] = &cols_amx<kQ4_0, &cols_q4x4<kQ4_0>>;
-    t.cols[kQ4_1] = &cols_amx<kQ4_1, &cols_q4x4<kQ4_1>>;
+    t.cols[kQ4_0] = &cols_amx_q4t<kQ4_0>;
+    t.cols[kQ4_1] = &cols_amx_q4t<kQ4_1>;
     t.cols[kQ5_0] = &cols_amx<kQ5_0, &cols_q4x4<kQ5_0>>;
     t.cols[kQ5_1] = &cols_amx<kQ5_1, &cols_q4x4<kQ5_1>>;
     t.prepare = &prepare;
