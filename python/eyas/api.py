@@ -70,8 +70,12 @@ class Model:
 
     def generate(self, prompt, *, chat: bool = False, max_tokens: int = 256, temperature: float = 0.0,
                  top_p: float = 1.0, top_k: int = 0, seed: int | None = None, stop=None,
-                 stream: bool = False) -> GenerationResult | Generation:
-        """Generate a continuation. stream=True returns an iterator of text pieces (`.result` at the end)."""
+                 stream: bool = False, tree=None) -> GenerationResult | Generation:
+        """Generate a continuation. stream=True returns an iterator of text pieces (`.result` at the end).
+
+        tree: draft-tree policy for speculative decoding, a `TreePolicy` or a string such as
+        "4,5,16" (top_k, depth, total nodes) or "chain:3"; None = the drafter's recommendation.
+        """
         if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 1:
             raise ValueError(f"[generate] max_tokens must be an integer >= 1, got {max_tokens!r}")
         if isinstance(stop, str):
@@ -89,9 +93,10 @@ class Model:
         if self.drafter is None:
             steps, extra = plain_steps(self.transformer, ids, sampler), None
         else:
-            from eyas.spec import SpeculativeGenerator
+            from eyas.spec import SpeculativeGenerator, TreePolicy
 
-            gen = SpeculativeGenerator(self.transformer, self.drafter)
+            policy = TreePolicy.parse(tree) if isinstance(tree, str) else tree
+            gen = SpeculativeGenerator(self.transformer, self.drafter, policy)
             steps, extra = gen.steps(ids, sampler), gen.metrics
         g = Generation(steps, self.tokenizer, num_prompt_tokens=len(ids), max_tokens=max_tokens, stop=stop,
                        extra_metrics=extra)

@@ -22,7 +22,11 @@ def register(subparsers) -> None:
     p.add_argument("--seed", type=int, default=None)
     p.add_argument("--threads", type=int, default=None)
     p.add_argument("--max-context", type=int, default=DEFAULT_MAX_CONTEXT)
-    p.add_argument("--drafter", default="none", help="EAGLE-3 drafter path, 'default', or 'none' (plain decoding)")
+    p.add_argument("--drafter", default="default",
+                   help="EAGLE-3 drafter folder, 'default' (the bundled drafter that fits the model; plain "
+                        "decoding if none does) or 'none' (plain decoding)")
+    p.add_argument("--tree", default=None,
+                   help="draft tree 'TOP_K,DEPTH,TOTAL' or 'chain:DEPTH' (default: the drafter's recommendation)")
     p.add_argument("--stop", action="append", default=None, help="stop string (repeatable)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of streaming")
     p.set_defaults(func=run)
@@ -33,7 +37,8 @@ def run(args: argparse.Namespace) -> int:
 
     model = eyas.load(args.model, drafter=args.drafter, threads=args.threads, max_context=args.max_context)
     gen = model.generate(args.prompt, chat=args.chat, max_tokens=args.max_tokens, temperature=args.temperature,
-                         top_p=args.top_p, top_k=args.top_k, seed=args.seed, stop=args.stop, stream=True)
+                         top_p=args.top_p, top_k=args.top_k, seed=args.seed, stop=args.stop, stream=True,
+                         tree=args.tree)
     if args.json:
         r = gen.consume()
         print(json.dumps({"text": r.text, "tokens": r.tokens, "finish_reason": r.finish_reason,
