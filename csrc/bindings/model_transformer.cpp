@@ -3,6 +3,7 @@
 
 #include <cstring>
 
+#include "bindings/arrays.h"
 #include "bindings/convert.h"
 #include "bindings/registry.h"
 #include "model/transformer.h"
@@ -71,42 +72,7 @@ model::ModelSpec parse_spec(nb::dict d) {
   return s;
 }
 
-// (array, dtype_id, shape) -> zero-copy Tensor of the logical shape.
-Tensor parse_weight(const std::string& name, nb::handle v) {
-  nb::tuple tup;
-  if (!nb::try_cast<nb::tuple>(v, tup) || tup.size() != 3)
-    fail(kOp, "weight '" + name + "' must be a tuple (array, dtype_id, shape)");
-  bind::Array arr;
-  if (!nb::try_cast<bind::Array>(tup[0], arr)) fail(kOp, "weight '" + name + "': not a C-contiguous numpy array");
-  int32_t dtype_id;
-  std::vector<int64_t> shape;
-  if (!nb::try_cast<int32_t>(tup[1], dtype_id) || !nb::try_cast<std::vector<int64_t>>(tup[2], shape))
-    fail(kOp, "weight '" + name + "': dtype_id must be an int and shape a sequence of ints");
-  DType dt;
-  try {
-    dt = dtype_from_int(dtype_id);
-  } catch (const std::invalid_argument&) {
-    fail(kOp, "weight '" + name + "': unknown dtype id " + std::to_string(dtype_id));
-  }
-  for (int64_t d : shape)
-    if (d <= 0) fail(kOp, "weight '" + name + "': shape entries must be positive");
-  std::string what = "weight '" + name + "'";
-  if (arr.dtype() == nb::dtype<uint8_t>() && dt != DType::U8) {
-    if (!is_quantized(dt) && dt != DType::F32 && dt != DType::F16 && dt != DType::BF16)
-      fail(kOp, what + ": unsupported dtype " + type_traits(dt).name);
-    if (shape.empty() || shape.back() % type_traits(dt).block_elems != 0)
-      fail(kOp, what + ": row length must be a multiple of " + std::to_string(type_traits(dt).block_elems));
-    return bind::from_bytes(kOp, what.c_str(), arr, dt, shape);
-  }
-  Tensor t = bind::from_numpy(kOp, what.c_str(), arr);
-  if (t.dtype != dt)
-    fail(kOp, what + ": array dtype " + type_traits(t.dtype).name + " does not match dtype id " + type_traits(dt).name);
-  int64_t numel = 1;
-  for (int64_t d : shape) numel *= d;
-  if (numel != t.numel()) fail(kOp, what + ": array has " + std::to_string(t.numel()) + " elements, shape needs " + std::to_string(numel));
-  t.shape = shape;
-  return t;
-}
+Tensor parse_weight(const std::string& name, nb::handle v) { return bind::parse_weight(kOp, name, v); }
 
 // int32 values from an int array or a sequence of Python ints.
 std::vector<int32_t> ints(const char* op, const char* name, nb::handle h) {

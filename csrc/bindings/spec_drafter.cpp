@@ -2,7 +2,7 @@
 #include <nanobind/stl/shared_ptr.h>
 
 #include "bindings/registry.h"
-#include "bindings/spec_util.h"
+#include "bindings/arrays.h"
 #include "spec/drafter.h"
 
 namespace nb = nanobind;
@@ -45,16 +45,6 @@ spec::DrafterSpec parse_spec(nb::dict d) {
   return s;
 }
 
-nb::dict tree_dict(const spec::DraftTree& t) {
-  nb::dict d;
-  const size_t n = size_t(t.size());
-  d["tokens"] = bind::vec_to_numpy(t.tokens);
-  d["parents"] = bind::vec_to_numpy(t.parents);
-  d["depths"] = bind::vec_to_numpy(t.depths);
-  d["scores"] = bind::vec_to_numpy(t.scores);
-  d["mask"] = bind::vec_to_numpy(t.mask, {n, n});
-  return d;
-}
 
 }  // namespace
 
@@ -96,7 +86,7 @@ EYAS_BINDINGS(spec_drafter) {
               nb::gil_scoped_release release;
               t = d.expand(spec::TreePolicy{top_k, depth, total_tokens});
             }
-            return tree_dict(t);
+            return bind::tree_dict(t);
           },
           "top_k"_a, "depth"_a, "total_tokens"_a,
           "Draft tree rooted at the last ingested token: dict(tokens, parents, depths, scores, mask).")
@@ -110,7 +100,7 @@ EYAS_BINDINGS(spec_drafter) {
               d.ingest(a, t);
               tree = d.expand(spec::TreePolicy{top_k, depth, total_tokens});
             }
-            return tree_dict(tree);
+            return bind::tree_dict(tree);
           },
           "aux"_a, "tokens"_a, "top_k"_a, "depth"_a, "total_tokens"_a, "ingest(aux, tokens) then expand(...).")
       .def("truncate", &Eagle3Drafter::truncate, "n"_a)

@@ -5,7 +5,7 @@
 #include <cstring>
 
 #include "bindings/registry.h"
-#include "bindings/spec_util.h"
+#include "bindings/arrays.h"
 #include "ops/matmul.h"
 #include "ops/norm.h"
 #include "spec/accept.h"
@@ -16,16 +16,6 @@ using namespace nb::literals;
 using namespace eyas;
 using namespace eyas::spec;
 
-static nb::dict tree_to_dict(const DraftTree& t) {
-  nb::dict d;
-  const size_t n = size_t(t.size());
-  d["tokens"] = bind::vec_to_numpy(t.tokens);
-  d["parents"] = bind::vec_to_numpy(t.parents);
-  d["depths"] = bind::vec_to_numpy(t.depths);
-  d["scores"] = bind::vec_to_numpy(t.scores);
-  d["mask"] = bind::vec_to_numpy(t.mask, {n, n});
-  return d;
-}
 
 static nb::dict result_dict(AcceptResult r) {
   nb::dict d;
@@ -120,7 +110,7 @@ EYAS_BINDINGS(spec_tree) {
             b.extend(t.data<float>());
           },
           "logits"_a)
-      .def("finish", [](TreeBuilder& b) { return tree_to_dict(b.finish()); },
+      .def("finish", [](TreeBuilder& b) { return bind::tree_dict(b.finish()); },
            "dict(tokens, parents, depths, scores: [N], mask: uint8[N, N]) with the root at node 0.");
 
   s.def(

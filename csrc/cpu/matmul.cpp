@@ -8,6 +8,7 @@
 
 #include "core/dtype.h"
 #include "cpu/quant/isa.h"
+#include "cpu/quant/scratch.h"
 
 namespace eyas::cpu {
 
@@ -30,20 +31,6 @@ static WKind kind_of(int32_t wtype) {
   }
 }
 
-// Per-thread scratch for quantized activations; grows, never shrinks, 64-byte aligned.
-static uint8_t* scratch(size_t bytes) {
-  struct Free {
-    void operator()(uint8_t* p) const { std::free(p); }
-  };
-  thread_local std::unique_ptr<uint8_t, Free> buf;
-  thread_local size_t cap = 0;
-  if (bytes > cap) {
-    cap = (bytes + 4095) / 4096 * 4096;
-    buf.reset(static_cast<uint8_t*>(std::aligned_alloc(64, cap)));
-    if (!buf) throw std::bad_alloc();
-  }
-  return buf.get();
-}
 
 static size_t align64(size_t n) { return (n + 63) / 64 * 64; }
 
@@ -68,7 +55,7 @@ void matmul(const MatmulArgs& a, const float* x, const uint8_t* w, float* y, Thr
     job.act.s_per_row = kq ? K / 16 : K / 32;
     // 64 spare bytes after qs: SIMD dots may load a full vector past a short row's tail.
     const size_t qs_bytes = align64(size_t(T * K) + 64), d_bytes = align64(size_t(T * job.act.d_per_row) * 4);
-    uint8_t* base = scratch(qs_bytes + d_bytes + size_t(T * job.act.s_per_row) * 4);
+    uint8_t* base = thread_scratch<kScratchActivations>(qs_bytes + d_bytes + size_t(T * job.act.s_per_row) * 4);
     job.act.qs = reinterpret_cast<int8_t*>(base);
     job.act.d = reinterpret_cast<float*>(base + qs_bytes);
     job.act.s = reinterpret_cast<int32_t*>(base + qs_bytes + d_bytes);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cpu/quant/isa.h"
+#include "cpu/quant/scratch.h"
 
 #pragma GCC push_options
 // GCC 12 flags the intrinsics' own `__Y = __Y` placeholders under a target pragma.
@@ -40,19 +41,6 @@ struct Prep {
   int64_t groups, tp;
 };
 
-static uint8_t* grow(size_t bytes) {
-  struct Free {
-    void operator()(uint8_t* p) const { std::free(p); }
-  };
-  thread_local std::unique_ptr<uint8_t, Free> buf;
-  thread_local size_t cap = 0;
-  if (bytes > cap) {
-    cap = (bytes + 4095) / 4096 * 4096;
-    buf.reset(static_cast<uint8_t*>(std::aligned_alloc(64, cap)));
-    if (!buf) throw std::bad_alloc();
-  }
-  return buf.get();
-}
 
 static bool legacy(WKind k) { return k == kQ8_0 || k == kQ4_0 || k == kQ4_1 || k == kQ5_0 || k == kQ5_1; }
 
@@ -69,7 +57,7 @@ void prepare(Job& job, WKind kind) {
   thread_local Prep prep;
   const int64_t nb = job.k / 32, groups = (job.t + 15) / 16, tp = groups * 16;
   const size_t vbytes = size_t(nb * groups * 512), fbytes = size_t(nb * tp * 4);
-  uint8_t* base = grow(vbytes + 2 * fbytes);
+  uint8_t* base = thread_scratch<kScratchAmxPrep>(vbytes + 2 * fbytes);
   prep = {reinterpret_cast<int8_t*>(base), reinterpret_cast<float*>(base + vbytes),
           reinterpret_cast<int32_t*>(base + vbytes + fbytes), groups, tp};
   std::memset(base, 0, vbytes + 2 * fbytes);  // padded rows contribute zeros

@@ -1,9 +1,11 @@
-// Helpers shared by the spec binding files: owned numpy arrays from std::vectors, typed inputs.
+// Helpers shared by binding files: owned numpy arrays from std::vectors, typed inputs, weights,
+// draft trees as dicts.
 #pragma once
 #include <string>
 #include <vector>
 
 #include "bindings/convert.h"
+#include "spec/tree.h"
 
 namespace eyas::bind {
 
@@ -47,16 +49,33 @@ inline Tensor parse_weight(const char* kOp, const std::string& name, nb::handle 
     if (x <= 0) fail(kOp, "weight '" + name + "': shape entries must be positive");
   std::string what = "weight '" + name + "'";
   if (arr.dtype() == nb::dtype<uint8_t>() && dt != DType::U8) {
-    if (shape.back() % type_traits(dt).block_elems) fail(kOp, what + ": row length is not a whole number of blocks");
+    if (!is_quantized(dt) && dt != DType::F32 && dt != DType::F16 && dt != DType::BF16)
+      fail(kOp, what + ": unsupported dtype " + type_traits(dt).name);
+    if (shape.back() % type_traits(dt).block_elems)
+      fail(kOp, what + ": row length must be a multiple of " + std::to_string(type_traits(dt).block_elems));
     return from_bytes(kOp, what.c_str(), arr, dt, shape);
   }
   Tensor t = from_numpy(kOp, what.c_str(), arr);
-  if (t.dtype != dt) fail(kOp, what + ": array dtype does not match dtype id " + std::to_string(dtype_id));
+  if (t.dtype != dt)
+    fail(kOp, what + ": array dtype " + type_traits(t.dtype).name + " does not match dtype id " + type_traits(dt).name);
   int64_t numel = 1;
   for (int64_t x : shape) numel *= x;
-  if (numel != t.numel()) fail(kOp, what + ": array size does not match its shape");
+  if (numel != t.numel())
+    fail(kOp, what + ": array has " + std::to_string(t.numel()) + " elements, shape needs " + std::to_string(numel));
   t.shape = shape;
   return t;
+}
+
+// A draft tree as numpy arrays: tokens, parents, depths, scores [N] and the visibility mask [N, N].
+inline nb::dict tree_dict(const spec::DraftTree& t) {
+  nb::dict d;
+  const size_t n = size_t(t.size());
+  d["tokens"] = vec_to_numpy(t.tokens);
+  d["parents"] = vec_to_numpy(t.parents);
+  d["depths"] = vec_to_numpy(t.depths);
+  d["scores"] = vec_to_numpy(t.scores);
+  d["mask"] = vec_to_numpy(t.mask, {n, n});
+  return d;
 }
 
 }  // namespace eyas::bind
