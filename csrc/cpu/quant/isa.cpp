@@ -8,6 +8,12 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 #endif
+#if defined(__aarch64__) && defined(__linux__)
+#include <sys/auxv.h>
+#ifndef HWCAP_ASIMDDP
+#define HWCAP_ASIMDDP (1 << 20)
+#endif
+#endif
 
 namespace eyas::cpu::quant {
 
@@ -17,6 +23,7 @@ const char* isa_name(Isa isa) {
     case Isa::Avx2: return "avx2";
     case Isa::Avx512: return "avx512";
     case Isa::Amx: return "amx";
+    case Isa::Neon: return "neon";
   }
   return "?";
 }
@@ -43,8 +50,11 @@ static bool supported(Isa isa) {
              __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vnni") &&
              __builtin_cpu_supports("avx512vbmi");
     case Isa::Amx: return table_amx() && supported(Isa::Avx512) && amx_usable();
+    default: return false;
   }
-  return false;
+#elif defined(__aarch64__) && defined(__linux__)
+  if (isa == Isa::Neon) return table_neon() && (getauxval(AT_HWCAP) & HWCAP_ASIMDDP);
+  return isa == Isa::Scalar;
 #else
   return isa == Isa::Scalar;
 #endif
@@ -60,14 +70,14 @@ bool amx_usable() {
 }
 
 static Isa parse(const std::string& name) {
-  for (Isa i : {Isa::Scalar, Isa::Avx2, Isa::Avx512, Isa::Amx})
+  for (Isa i : {Isa::Scalar, Isa::Avx2, Isa::Avx512, Isa::Amx, Isa::Neon})
     if (name == isa_name(i)) return i;
-  throw std::invalid_argument("[set_isa] unknown instruction set '" + name + "' (scalar, avx2, avx512, amx)");
+  throw std::invalid_argument("[set_isa] unknown instruction set '" + name + "' (scalar, avx2, avx512, amx, neon)");
 }
 
 static Isa best() {
   Isa b = Isa::Scalar;
-  for (Isa i : {Isa::Avx2, Isa::Avx512, Isa::Amx})
+  for (Isa i : {Isa::Avx2, Isa::Avx512, Isa::Amx, Isa::Neon})
     if (supported(i)) b = i;
   return b;
 }
@@ -86,7 +96,7 @@ static std::atomic<int>& slot() {
 
 std::vector<std::string> available_isas() {
   std::vector<std::string> out;
-  for (Isa i : {Isa::Scalar, Isa::Avx2, Isa::Avx512, Isa::Amx})
+  for (Isa i : {Isa::Scalar, Isa::Avx2, Isa::Avx512, Isa::Amx, Isa::Neon})
     if (supported(i)) out.push_back(isa_name(i));
   return out;
 }
@@ -105,6 +115,7 @@ const Table& current_table() {
     case Isa::Amx: return *table_amx();
     case Isa::Avx512: return *table_avx512();
     case Isa::Avx2: return *table_avx2();
+    case Isa::Neon: return *table_neon();
     default: return table_scalar();
   }
 }

@@ -1,5 +1,5 @@
 // Run-time choice of the matmul instruction set: the best the CPU supports, overridable for
-// tests (set_isa) or by the EYAS_ISA environment variable ("scalar", "avx2", "avx512", "amx").
+// tests (set_isa) or by the EYAS_ISA environment variable ("scalar", "avx2", "avx512", "amx", "neon").
 #pragma once
 #include <string>
 #include <vector>

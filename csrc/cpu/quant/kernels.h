@@ -9,7 +9,7 @@
 
 namespace eyas::cpu::quant {
 
-enum class Isa : int { Scalar = 0, Avx2 = 1, Avx512 = 2, Amx = 3 };
+enum class Isa : int { Scalar = 0, Avx2 = 1, Avx512 = 2, Amx = 3, Neon = 4 };
 
 // Activation rows quantized for one call. Legacy types (32-blocks): qs[T,K], d[T,K/32] and
 // sums s[T,K/32]. K-quants (256-blocks): qs[T,K], d[T,K/256], per-16 sums s[T,K/16].
@@ -51,6 +51,7 @@ const Table& table_scalar();
 const Table* table_avx2();    // nullptr when not compiled for this architecture
 const Table* table_avx512();
 const Table* table_amx();
+const Table* table_neon();   // AArch64 with the dot-product extension
 
 bool is_k_quant(WKind k);
 int block_elems(WKind k);

@@ -1,0 +1,40 @@
+// NEON kernel table (AArch64 with the dot-product extension): the portable definition compiled
+// for ARMv8.2-A+dotprod, so the integer block dots vectorize to NEON (widening multiply-accumulate,
+// SDOT where the compiler finds it) while the float order stays the source's: the bits equal the
+// scalar table's. Hand-written intrinsics for the hot types are the next step on ARM.
+// Verified on x86 hosts by cross-compiling and running under qemu (tests/test_neon_cross.py).
+#include "cpu/quant/kernels.h"
+
+#if defined(__aarch64__) && defined(__GNUC__)
+#include <cstring>
+
+#pragma GCC push_options
+#pragma GCC target("arch=armv8.2-a+dotprod")
+namespace eyas::cpu::quant {
+namespace neon_impl {
+static inline float H2F(uint16_t h) {  // hardware half -> float: exact, as h2f
+  __fp16 f;
+  std::memcpy(&f, &h, sizeof f);
+  return float(f);
+}
+#include "cpu/quant/dot_generic.h"
+}  // namespace neon_impl
+}  // namespace eyas::cpu::quant
+#pragma GCC pop_options
+
+namespace eyas::cpu::quant {
+const Table* table_neon() {
+  static const Table tb = [] {
+    Table t{};
+    t.isa = Isa::Neon;
+    neon_impl::fill_generic(t);
+    return t;
+  }();
+  return &tb;
+}
+}  // namespace eyas::cpu::quant
+#else
+namespace eyas::cpu::quant {
+const Table* table_neon() { return nullptr; }
+}  // namespace eyas::cpu::quant
+#endif
