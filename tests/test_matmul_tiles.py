@@ -18,7 +18,7 @@ def _restore():
 
 
 @pytest.mark.parametrize("wtype", ["Q4_0", "Q4_1", "Q8_0"])
-@pytest.mark.parametrize("n", [200, 48, 64])  # 200: three-group passes, single groups and a <16 tail per thread
+@pytest.mark.parametrize("n", [200, 48, 64])  # whole 48-column tile passes plus remainders on the VNNI path
 def test_tile_paths_match_scalar(wtype, n):
     rng = np.random.default_rng(n)
     k = 576

@@ -245,30 +245,39 @@ static void unpack_b_q4(const uint8_t* w, size_t wrow, int64_t nb, uint8_t* bt, 
   }
 }
 
-// Epilogue of one block for one 16-column group: acc[t] += the block's float term of row t.
+// Epilogue of one block for the three column groups of a pass: acc[g][t] += the block's float
+// term of row t; the row's scalars are loaded once and serve all 48 columns.
 template <WKind K>
-static inline void q4t_epilogue(const Job& j, int64_t g0, int tg, int64_t b, const int32_t (*c)[16],
-                                const float* dw, const float* mw, __m512* acc) {
+static inline void q4t_epilogue(const Job& j, int64_t g0, int tg, int64_t b, const int32_t (*c)[16][16],
+                                float* const dw[3], float* const mw[3], __m512 (*acc)[16]) {
   constexpr bool has_min = K == kQ4_1;
   constexpr int32_t offset = K == kQ4_0 ? 8 : 0;  // Q4_0 stores q + 8: folded into the integer dot
-  const __m512 dwv = _mm512_load_ps(dw + b * 16);
-  const __m512 mwv = has_min ? _mm512_load_ps(mw + b * 16) : _mm512_setzero_ps();
+  __m512 dwv[3], mwv[3];
+  for (int g = 0; g < 3; ++g) {
+    dwv[g] = _mm512_load_ps(dw[g] + b * 16);
+    mwv[g] = has_min ? _mm512_load_ps(mw[g] + b * 16) : _mm512_setzero_ps();
+  }
   for (int t = 0; t < tg; ++t) {
     const int64_t row = g0 + t;
     const float dx = j.act.d[row * j.act.d_per_row + b];
     const int32_t sx = j.act.s[row * j.act.s_per_row + b];
-    __m512i iv = _mm512_load_si512(c[t]);
-    if constexpr (offset != 0) iv = _mm512_sub_epi32(iv, _mm512_set1_epi32(offset * sx));
-    __m512 pv = _mm512_mul_ps(_mm512_cvtepi32_ps(iv), _mm512_mul_ps(dwv, _mm512_set1_ps(dx)));
-    if constexpr (has_min) pv = _mm512_add_ps(pv, _mm512_mul_ps(mwv, _mm512_set1_ps(dx * float(sx))));
-    acc[t] = _mm512_add_ps(acc[t], pv);
+    const __m512 bdx = _mm512_set1_ps(dx), bdxs = _mm512_set1_ps(dx * float(sx));
+    const __m512i boff = _mm512_set1_epi32(offset * sx);
+    for (int g = 0; g < 3; ++g) {
+      __m512i iv = _mm512_load_si512(c[g][t]);
+      if constexpr (offset != 0) iv = _mm512_sub_epi32(iv, boff);
+      __m512 pv = _mm512_mul_ps(_mm512_cvtepi32_ps(iv), _mm512_mul_ps(dwv[g], bdx));
+      if constexpr (has_min) pv = _mm512_add_ps(pv, _mm512_mul_ps(mwv[g], bdxs));
+      acc[g][t] = _mm512_add_ps(acc[g][t], pv);
+    }
   }
 }
 
-// Three 16-column groups per pass share each activation A tile; three independent C tiles keep
-// the tile unit busy (one group alone waits on each product's store before the next block).
+// 48 columns (three 16-column groups) share each activation A tile; three independent C tiles keep
+// the tile unit busy (one group alone waits on each product's store before its next block).
 template <WKind K>
-static void q4t_three_groups(const Job& j, int64_t g0, int tg, int64_t n, uint8_t* bt[3], float* dw[3], float* mw[3]) {
+static void q4t_three_groups(const Job& j, int64_t g0, int tg, int64_t n, uint8_t* const bt[3], float* const dw[3],
+                             float* const mw[3]) {
   const int64_t nb = j.k / 32;
   for (int g = 0; g < 3; ++g) unpack_b_q4<K>(j.w + (n + 16 * g) * j.wrow, j.wrow, nb, bt[g], dw[g], mw[g]);
   const int8_t* xq = j.act.qs + g0 * j.k;
@@ -276,6 +285,8 @@ static void q4t_three_groups(const Job& j, int64_t g0, int tg, int64_t n, uint8_
   __m512 acc[3][16];
   for (int g = 0; g < 3; ++g)
     for (int t = 0; t < tg; ++t) acc[g][t] = _mm512_setzero_ps();
+  // Tile ids are immediates: C 0-2, A 3, B 4-6. Block b's products are stored while block b-1's,
+  // stored one step earlier, go through the epilogue.
   for (int64_t b = 0; b < nb; ++b) {
     int32_t(*cb)[16][16] = cbuf[b & 1];
     _tile_loadd(3, xq + b * 32, long(j.k));
@@ -291,79 +302,40 @@ static void q4t_three_groups(const Job& j, int64_t g0, int tg, int64_t n, uint8_
     _tile_stored(0, cb[0], 64);
     _tile_stored(1, cb[1], 64);
     _tile_stored(2, cb[2], 64);
-    if (b > 0)
-      for (int g = 0; g < 3; ++g) q4t_epilogue<K>(j, g0, tg, b - 1, cbuf[(b - 1) & 1][g], dw[g], mw[g], acc[g]);
+    if (b > 0) q4t_epilogue<K>(j, g0, tg, b - 1, cbuf[(b - 1) & 1], dw, mw, acc);
   }
-  for (int g = 0; g < 3; ++g) q4t_epilogue<K>(j, g0, tg, nb - 1, cbuf[(nb - 1) & 1][g], dw[g], mw[g], acc[g]);
+  q4t_epilogue<K>(j, g0, tg, nb - 1, cbuf[(nb - 1) & 1], dw, mw, acc);
   for (int g = 0; g < 3; ++g)
     for (int t = 0; t < tg; ++t) _mm512_storeu_ps(j.y + (g0 + t) * j.n + n + 16 * g, acc[g][t]);
 }
 
+// T <= kQ4SmallT: 48-column passes on tiles; columns short of a whole pass (not met by the default
+// model's shapes) take the VNNI path, which gives the same bits.
 template <WKind K>
 void cols_amx_q4t(const Job& j, int64_t n0, int64_t n1) {
   if (j.t > kQ4SmallT) return cols_amx<K, &cols_q4x4<K>>(j, n0, n1);
-  const int64_t full = j.t >= 2 ? n0 + (n1 - n0) / 16 * 16 : n0;
+  const int64_t full = j.t >= 2 ? n0 + (n1 - n0) / 48 * 48 : n0;
   if (full > n0) {
     const int64_t nb = j.k / 32;
-    const size_t per_group = size_t(nb) * (512 + 128);
+    const size_t per_group = size_t(nb) * (512 + 128);  // B tiles, then dw and mw
     thread_local std::vector<uint8_t> buf;
     buf.resize(3 * per_group + 64);
     uint8_t* base = reinterpret_cast<uint8_t*>((uintptr_t(buf.data()) + 63) & ~uintptr_t(63));
-    uint8_t* bts[3];
-    float *dws[3], *mws[3];
+    uint8_t* bt[3];
+    float *dw[3], *mw[3];
     for (int g = 0; g < 3; ++g) {
-      bts[g] = base + g * per_group;
-      dws[g] = reinterpret_cast<float*>(bts[g] + nb * 512);
-      mws[g] = dws[g] + nb * 16;
+      bt[g] = base + g * per_group;
+      dw[g] = reinterpret_cast<float*>(bt[g] + nb * 512);
+      mw[g] = dw[g] + nb * 16;
     }
-    uint8_t* bt = bts[0];
-    float* dw = dws[0];
-    float* mw = mws[0];
-    alignas(64) int32_t cbuf[2][16][16];
     for (int64_t g0 = 0; g0 < j.t; g0 += 16) {
       const int tg = int(std::min<int64_t>(16, j.t - g0));
-      // C 0-2: activation rows x 16 columns of int32; A 3 and 7: activation rows x one block of
-      // int8; B 4-6: 8 quads of k x 16 columns x 4 bytes. One group uses C 0/1, A 7/3, B 4/5.
       TileConfig cfg;
-      for (int c : {0, 1, 2}) cfg.rows[c] = uint8_t(tg), cfg.colsb[c] = 64;
-      for (int a : {3, 7}) cfg.rows[a] = uint8_t(tg), cfg.colsb[a] = 32;
-      for (int bb : {4, 5, 6}) cfg.rows[bb] = 8, cfg.colsb[bb] = 64;
+      for (int c : {0, 1, 2}) cfg.rows[c] = uint8_t(tg), cfg.colsb[c] = 64;  // C: rows x 16 columns of int32
+      cfg.rows[3] = uint8_t(tg), cfg.colsb[3] = 32;                          // A: rows x one block of int8
+      for (int bb : {4, 5, 6}) cfg.rows[bb] = 8, cfg.colsb[bb] = 64;         // B: 8 k-quads x 16 columns x 4 bytes
       _tile_loadconfig(&cfg);
-      const int8_t* xq = j.act.qs + g0 * j.k;
-      int64_t n = n0;
-      for (; n + 48 <= full; n += 48) q4t_three_groups<K>(j, g0, tg, n, bts, dws, mws);
-      for (; n < full; n += 16) {
-        unpack_b_q4<K>(j.w + n * j.wrow, j.wrow, nb, bt, dw, mw);
-        if (n + 16 < full) {  // the next 16 rows are read block-column-wise: fetch them early
-          const char* next = reinterpret_cast<const char*>(j.w + (n + 16) * j.wrow);
-          for (size_t off = 0; off < 16 * j.wrow; off += 64) _mm_prefetch(next + off, _MM_HINT_T0);
-        }
-        __m512 acc[16];
-        for (int t = 0; t < tg; ++t) acc[t] = _mm512_setzero_ps();
-        // Tile ids are immediates, hence the parity branches (C 0/1, A 7/3, B 4/5); a block's
-        // product is stored one step ahead of its epilogue so the store has landed when read.
-        auto issue = [&](int64_t b) {
-          if (b & 1) {
-            _tile_zero(1);
-            _tile_loadd(3, xq + b * 32, long(j.k));
-            _tile_loadd(5, bt + b * 512, 64);
-            _tile_dpbsud(1, 3, 5);
-            _tile_stored(1, cbuf[1], 64);
-          } else {
-            _tile_zero(0);
-            _tile_loadd(7, xq + b * 32, long(j.k));
-            _tile_loadd(4, bt + b * 512, 64);
-            _tile_dpbsud(0, 7, 4);
-            _tile_stored(0, cbuf[0], 64);
-          }
-        };
-        issue(0);
-        for (int64_t b = 0; b < nb; ++b) {
-          if (b + 1 < nb) issue(b + 1);  // the other C buffer: overlaps this block's epilogue
-          q4t_epilogue<K>(j, g0, tg, b, cbuf[b & 1], dw, mw, acc);
-        }
-        for (int t = 0; t < tg; ++t) _mm512_storeu_ps(j.y + (g0 + t) * j.n + n, acc[t]);
-      }
+      for (int64_t n = n0; n < full; n += 48) q4t_three_groups<K>(j, g0, tg, n, bt, dw, mw);
       _tile_release();
     }
   }
