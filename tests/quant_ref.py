@@ -23,6 +23,11 @@ _SCALES = {"Q8_0": (0,), "Q4_0": (0,), "Q4_1": (0, 2), "Q5_0": (0,), "Q5_1": (0,
            "Q5_K": (0, 2), "Q6_K": (208,)}
 
 
+def edge_k(wtype: str) -> int:
+    """A reduction length that reaches every code path's tail for `wtype` (odd for F32, 3 blocks for BF16)."""
+    return {"F32": 577, "F16": 576, "BF16": 48}.get(wtype, 512 if wtype in K_TYPES else 576)
+
+
 def row_bytes(wtype: str, k: int) -> int:
     elems, nbytes = BLOCK[wtype]
     assert k % elems == 0

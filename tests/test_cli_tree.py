@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from eyas.models.default import default_model_path
+from tests.fixtures import default_model
 
 
 def _generate(*args):
@@ -16,10 +16,7 @@ def _generate(*args):
 
 @pytest.fixture(scope="module")
 def _has_default_model():
-    try:
-        default_model_path()
-    except Exception as e:  # noqa: BLE001 - the message says how to install it
-        pytest.skip(str(e))
+    default_model.load_or_skip()
 
 
 @pytest.mark.slow

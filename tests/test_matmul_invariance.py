@@ -12,7 +12,7 @@ ROWS = (1, 2, 7, 32, 128)
 
 def _problem(wtype, seed=0):
     rng = np.random.default_rng(seed)
-    k = {"F32": 577, "F16": 576, "BF16": 48}.get(wtype, 512 if wtype in qr.K_TYPES else 576)
+    k = qr.edge_k(wtype)
     n = 37  # odd, more than two 16-column tiles: both threads get columns
     x = rng.standard_normal((max(ROWS), k), dtype=np.float32)
     x[3] *= 1e-3  # rows of very different magnitude share one call

@@ -52,7 +52,7 @@ def _run(driver, tmp_path, isa, wtype, w, x, n, k):
 @pytest.mark.parametrize("wtype", qr.ALL_TYPES)
 def test_neon_matches_scalar_and_x86(driver, tmp_path, wtype):
     rng = np.random.default_rng(len(wtype))
-    k = {"F32": 577, "F16": 576, "BF16": 48}.get(wtype, 512 if wtype in qr.K_TYPES else 576)
+    k = qr.edge_k(wtype)
     n = 37
     w = qr.random_weights(rng, wtype, n, k)
     x = rng.standard_normal((7, k), dtype=np.float32)
