@@ -7,7 +7,7 @@ t0=$(date +%s)
 while [ ! -f $W/DONE ] && [ $(( $(date +%s) - t0 )) -lt "$T" ]; do sleep 10; done
 tail -c 3000 $W/pipeline.log
 mkdir -p $OUT
-cp $W/pipeline.log $OUT/ 2>/dev/null
+cat $W/pipeline.log $W/gen.log $W/eval.log > $OUT/logs.txt 2>/dev/null
 cat $W/runs/*/train_log.jsonl > $OUT/train_logs.jsonl 2>/dev/null
 cp $W/eval.json $W/eval60.json $OUT/ 2>/dev/null
 for m in eagle3 hass; do

@@ -74,10 +74,22 @@ def generate_responses(target, prompts, max_new, batch, temps, device, seed=0, d
             _log(f"[train] generation time budget reached; {sum(r is not None for r in res)} of {len(res)} done")
             break
         rows = order[s:s + batch]
-        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=amp):
-            outs = generate_batch(target, [prompts[i] for i in rows], max_new, [temps[i] for i in rows], seed=seed + s, dtype=kv_dtype)
-        for i, o in zip(rows, outs):
-            res[i] = o
+        pending = [rows]
+        while pending:  # a batch that runs out of GPU memory is retried in halves
+            part = pending.pop()
+            try:
+                with torch.autocast(device.type, dtype=torch.bfloat16, enabled=amp):
+                    outs = generate_batch(target, [prompts[i] for i in part], max_new, [temps[i] for i in part],
+                                          seed=seed + s + len(pending), dtype=kv_dtype)
+            except torch.cuda.OutOfMemoryError:
+                if len(part) == 1:
+                    raise
+                torch.cuda.empty_cache()
+                _log(f"[train] out of GPU memory at batch {len(part)}; retrying in halves")
+                pending += [part[: len(part) // 2], part[len(part) // 2:]]
+                continue
+            for i, o in zip(part, outs):
+                res[i] = o
     return res
 
 
@@ -125,6 +137,24 @@ def _new_drafter(target, used, intermediate):
     return d
 
 
+def _drafter_from_export(export_dir, target, counts):
+    """Warm start from an exported drafter (config.json + model.safetensors): its weights and
+    its draft vocab (kept, so the head rows stay meaningful) -> (drafter, coverage on `counts`)."""
+    from .export import load_drafter
+
+    if not os.path.exists(os.path.join(export_dir, "model.safetensors")):
+        raise ValueError(f"[train] --init-from {export_dir}: neither ckpt.pt nor an exported drafter (model.safetensors)")
+    d = load_drafter(export_dir, target.embed).train()
+    c = target.cfg
+    if (d.cfg.vocab_size, d.cfg.hidden_size, list(d.cfg.aux_layers)) != (c.vocab_size, c.hidden_size, list(c.aux_layers)):
+        raise ValueError(f"[train] --init-from {export_dir}: drafter does not match the target "
+                         f"(vocab, hidden, aux layers {d.cfg.vocab_size}, {d.cfg.hidden_size}, {d.cfg.aux_layers} vs "
+                         f"{c.vocab_size}, {c.hidden_size}, {c.aux_layers})")
+    used = d.draft_ids().cpu().numpy()
+    total = counts.sum()
+    return d, float(counts[used].sum() / total) if total else 0.0
+
+
 def cmd_train(a):
     import numpy as np
     import torch
@@ -139,14 +169,21 @@ def cmd_train(a):
     data = Sequences.concat(Sequences.load(p) for p in a.data)
     target = _load_target(a.gguf, dev)
     counts = data.assistant_counts(target.cfg.vocab_size)
-    used, cov = choose_draft_vocab(counts, a.draft_vocab)
-    _log(json.dumps({"sequences": len(data), "assistant_tokens": int(counts.sum()), "draft_vocab": a.draft_vocab,
-                     "coverage": round(cov, 5), "coverage_by_size": {k: round(v, 5) for k, v in coverage_table(counts).items()}}), log)
-    drafter = _new_drafter(target, used, a.intermediate).to(dev)
-    if a.init_from:
-        st = torch.load(os.path.join(a.init_from, "ckpt.pt"), map_location=dev, weights_only=False)
+    from_export = bool(a.init_from) and not os.path.exists(os.path.join(a.init_from, "ckpt.pt"))
+    if from_export:
+        drafter, cov = _drafter_from_export(a.init_from, target, counts)
+    else:
+        used, cov = choose_draft_vocab(counts, a.draft_vocab)
+        drafter = _new_drafter(target, used, a.intermediate)
+    _log(json.dumps({"sequences": len(data), "assistant_tokens": int(counts.sum()),
+                     "draft_vocab": drafter.cfg.draft_vocab_size, "coverage": round(cov, 5),
+                     "coverage_by_size": {k: round(v, 5) for k, v in coverage_table(counts).items()},
+                     "initialised_from_export": a.init_from if from_export else None}), log)
+    if a.init_from and not from_export:
+        st = torch.load(os.path.join(a.init_from, "ckpt.pt"), map_location="cpu", weights_only=False)
         drafter.load_state_dict(st["drafter"])
         _log(f"[train] initialised from {a.init_from}", log)
+    drafter = drafter.to(dev)
     args = TrainArgs(steps_ttt=a.ttt_steps, lr=a.lr, epochs=a.epochs, max_minutes=a.max_minutes,
                      tokens_per_batch=a.tokens_per_batch, max_len=a.max_len, hass=a.hass, hass_topk=a.hass_topk,
                      hass_topk_weight=a.hass_topk_weight, ckpt_every=a.ckpt_every, seed=a.seed, log_every=a.log_every)
@@ -243,7 +280,8 @@ def add_arguments(p: argparse.ArgumentParser):
     s.add_argument("--max-len", type=int, default=1024)
     s.add_argument("--ckpt-every", type=int, default=200)
     s.add_argument("--log-every", type=int, default=20)
-    s.add_argument("--init-from", help="run dir whose ckpt.pt initialises the drafter (e.g. HASS stage 2)")
+    s.add_argument("--init-from", help="run dir whose ckpt.pt initialises the drafter, or an exported drafter dir "
+                   "(config.json + model.safetensors; its draft vocab is kept)")
     s.add_argument("--dtype", default="float16", choices=["float16", "bfloat16", "float32"])
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--device", default="auto")
