@@ -1,8 +1,8 @@
-// Quantized matmul microbenchmark: every weight type at T = 1, 8, 32, 128 on the default model's
-// shapes, 1 and 2 threads. Prints one table: median time, GB/s of weight bytes, GOP/s and the
-// time ratio against T=1 (the speculative verify path needs T=32 to cost well under 2x T=1).
-// EYAS_BENCH_SCALE=k multiplies the time spent per row (default 1); EYAS_BENCH_TYPES=Q4_1,Q8_0
-// limits the types; EYAS_ISA forces a path.
+// Quantized matmul microbenchmark: every weight type at T = 1..128 (the small T of a tree verify
+// included) on the default model's shapes, 1 and 2 threads. Prints one table: median time, GB/s of
+// weight bytes, GOP/s and the time ratio against T=1 (the speculative verify path needs T=32 to
+// cost well under 2x T=1). EYAS_BENCH_SCALE=k multiplies the time spent per row (default 1);
+// EYAS_BENCH_TYPES=Q4_1,Q8_0 limits the types; EYAS_ISA forces a path.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -81,8 +81,9 @@ int main() {
   const double scale = std::getenv("EYAS_BENCH_SCALE") ? std::atof(std::getenv("EYAS_BENCH_SCALE")) : 1.0;
   const DType types[] = {DType::Q4_1, DType::Q8_0, DType::Q4_0, DType::Q5_0, DType::Q5_1, DType::Q4_K,
                          DType::Q5_K, DType::Q6_K, DType::F16, DType::BF16, DType::F32};
-  const int64_t shapes[][2] = {{1536, 576}, {49152, 576}};  // N x K (K-quants: K = 768, next multiple of 256)
-  const int rows[] = {1, 8, 32, 128};
+  // N x K of SmolLM2-135M: gate/up, down, q/o, lm_head (K-quants: K = 768 or 1536, multiples of 256)
+  const int64_t shapes[][2] = {{1536, 576}, {576, 1536}, {576, 576}, {49152, 576}};
+  const int rows[] = {1, 2, 4, 8, 16, 32, 64, 128};
   std::mt19937 rng(1234);
   std::printf("bench_matmul  isa=%s  (time per call; GB/s = weight bytes / time; ratio = time / time at T=1)\n",
               cpu::matmul_isa());
@@ -94,7 +95,7 @@ int main() {
                                       (std::string(",") + type_traits(t).name + ",").c_str()))
       continue;
     for (auto& s : shapes) {
-      const int64_t n = s[0], k = type_traits(t).block_elems == 256 ? 768 : s[1];
+      const int64_t n = s[0], k = type_traits(t).block_elems == 256 ? (s[1] + 255) / 256 * 256 : s[1];
       std::vector<uint8_t> w = random_weights(t, n, k, rng);
       std::vector<float> x(size_t(128 * k)), y(size_t(128 * n));
       std::normal_distribution<float> nd(0.0f, 1.0f);
