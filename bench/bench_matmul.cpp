@@ -2,7 +2,7 @@
 // included) on the default model's shapes, 1 and 2 threads. Prints one table: median time, GB/s of
 // weight bytes, GOP/s and the time ratio against T=1 (the speculative verify path needs T=32 to
 // cost well under 2x T=1). EYAS_BENCH_SCALE=k multiplies the time spent per row (default 1);
-// EYAS_BENCH_TYPES=Q4_1,Q8_0 limits the types; EYAS_ISA forces a path; EYAS_BENCH_NO_PACK=1 times
+// EYAS_BENCH_TYPES=Q4_1,Q8_0, EYAS_BENCH_SHAPES=1536x576 and EYAS_BENCH_THREADS=1 limit the rows; EYAS_ISA forces a path; EYAS_BENCH_NO_PACK=1 times
 // Q4 calls that repack their weight per call (as a caller without a kept pack would).
 #include <algorithm>
 #include <chrono>
@@ -74,6 +74,12 @@ std::vector<uint8_t> random_weights(DType t, int64_t n, int64_t k, std::mt19937&
   return w;
 }
 
+// Whether `item` is in the comma-separated list of environment variable `var` (unset: every item).
+bool listed(const char* var, const char* item) {
+  const char* only = std::getenv(var);
+  return !only || !*only || std::strstr((std::string(",") + only + ",").c_str(), (std::string(",") + item + ",").c_str());
+}
+
 double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 }  // namespace
@@ -90,18 +96,19 @@ int main() {
               cpu::matmul_isa());
   std::printf("%-5s %-11s %3s %4s %10s %8s %8s %7s\n", "type", "N x K", "thr", "T", "median_us", "GB/s", "GOP/s",
               "ratio");
-  const char* only = std::getenv("EYAS_BENCH_TYPES");
   for (DType t : types) {
-    if (only && *only && !std::strstr((std::string(",") + only + ",").c_str(),
-                                      (std::string(",") + type_traits(t).name + ",").c_str()))
-      continue;
+    if (!listed("EYAS_BENCH_TYPES", type_traits(t).name)) continue;
     for (auto& s : shapes) {
       const int64_t n = s[0], k = type_traits(t).block_elems == 256 ? (s[1] + 255) / 256 * 256 : s[1];
+      char shape[32];
+      std::snprintf(shape, sizeof shape, "%lldx%lld", (long long)n, (long long)k);
+      if (!listed("EYAS_BENCH_SHAPES", shape)) continue;
       std::vector<uint8_t> w = random_weights(t, n, k, rng);
       std::vector<float> x(size_t(128 * k)), y(size_t(128 * n));
       std::normal_distribution<float> nd(0.0f, 1.0f);
       for (auto& v : x) v = nd(rng);
       for (int threads : {1, 2}) {
+        if (!listed("EYAS_BENCH_THREADS", std::to_string(threads).c_str())) continue;
         ThreadPool pool(threads);
         double t1 = 0;
         for (int T : rows) {
@@ -127,8 +134,6 @@ int main() {
           std::nth_element(times.begin(), times.begin() + times.size() / 2, times.end());
           const double med = times[times.size() / 2];
           if (T == 1) t1 = med;
-          char shape[32];
-          std::snprintf(shape, sizeof shape, "%lldx%lld", (long long)n, (long long)k);
           std::printf("%-5s %-11s %3d %4d %10.1f %8.2f %8.1f %7.2f\n", type_traits(t).name, shape, threads, T,
                       med * 1e6, double(w.size()) / med / 1e9, 2.0 * T * n * k / med / 1e9, med / t1);
         }

@@ -232,7 +232,7 @@ struct Q4Rows {
 };
 
 template <WKind K, int G>
-static void q4p_pass(const Job& j, const Q4Rows& xr, int64_t n, uint8_t* buf) {
+static void q4p_pass(const Job& j, const Q4Rows& xr, int64_t n, int64_t rows, uint8_t* buf) {
   constexpr bool has_min = K == kQ4_1;
   const int64_t nb = j.k / 32;
   // B tiles [nb][8][64] of the G groups, then their scales as f32 [nb][16] (d, then m).
@@ -259,17 +259,8 @@ static void q4p_pass(const Job& j, const Q4Rows& xr, int64_t n, uint8_t* buf) {
   }
   alignas(64) int32_t cbuf[2][G][16][16];
   alignas(64) float acc[16][G][16];
-  int cfg_rows = 0;
-  for (int64_t r0 = 0; r0 < j.t; r0 += 16) {
-    const int tg = int(std::min<int64_t>(16, j.t - r0));
-    if (tg != cfg_rows) {  // C and A rows = this group's activation rows
-      TileConfig cfg;
-      for (int c = 0; c < G; ++c) cfg.rows[c] = uint8_t(tg), cfg.colsb[c] = 64;  // C: rows x 16 int32
-      cfg.rows[3] = uint8_t(tg), cfg.colsb[3] = 32;                              // A: rows x one block
-      for (int c = 0; c < G; ++c) cfg.rows[4 + c] = 8, cfg.colsb[4 + c] = 64;    // B: 8 k-quads x 16 x 4
-      _tile_loadconfig(&cfg);
-      cfg_rows = tg;
-    }
+  constexpr int tg = 16;
+  for (int64_t r0 = 0; r0 < rows; r0 += tg) {
     for (int t = 0; t < tg; ++t)
       for (int g = 0; g < G; ++g) _mm512_store_ps(acc[t][g], _mm512_setzero_ps());
     // acc = acc + p_b of dot_generic.h, one block at a time, in block order.
@@ -379,10 +370,12 @@ static Q4Rows q4_rows(const Job& j, uint8_t* mem) {
   return {dx, dsx, off};
 }
 
-// With a packed weight: whole 16-column groups on VNNI (T < kQ4TileRows) or in tile passes of up
-// to 48 columns; the columns of a partial group (past N / 16 * 16), and every column when there is
-// no pack, take the GGUF VNNI path. All give the same bits.
-constexpr int64_t kQ4TileRows = 4;
+// With a packed weight: whole 16-column groups; whole 16-row groups of activations in tile passes
+// of up to 48 columns once T >= kQ4TileRows (a tile product costs the same for fewer rows, so
+// below that VNNI is faster), the other rows on VNNI. The columns of a partial group (past
+// N / 16 * 16), and every column when there is no pack, take the GGUF VNNI path. All give the
+// same bits.
+constexpr int64_t kQ4TileRows = 16;
 
 template <WKind K>
 void cols_amx_q4p(const Job& j, int64_t n0, int64_t n1) {
@@ -393,20 +386,25 @@ void cols_amx_q4p(const Job& j, int64_t n0, int64_t n1) {
     buf.resize(3 * size_t(nb) * 640 + size_t(rb) * 12 + 128);
     uint8_t* base = reinterpret_cast<uint8_t*>((uintptr_t(buf.data()) + 63) & ~uintptr_t(63));
     const Q4Rows xr = q4_rows(j, base + 3 * size_t(nb) * 640);
-    if (j.t < kQ4TileRows) {
-      for (int64_t n = n0; n < full; n += 16) {
-        int64_t r = 0;
-        for (; r + 4 <= j.t; r += 4) q4v_rows<K, 4>(j, xr, n, r);
-        if (j.t - r == 3) q4v_rows<K, 3>(j, xr, n, r);
-        if (j.t - r == 2) q4v_rows<K, 2>(j, xr, n, r);
-        if (j.t - r == 1) q4v_rows<K, 1>(j, xr, n, r);
-      }
-    } else {
+    const int64_t tile_rows = j.t >= kQ4TileRows ? j.t / 16 * 16 : 0;
+    if (tile_rows > 0) {
+      TileConfig cfg;
+      for (int c = 0; c < 3; ++c) cfg.rows[c] = 16, cfg.colsb[c] = 64;      // C: 16 rows x 16 int32
+      cfg.rows[3] = 16, cfg.colsb[3] = 32;                                   // A: 16 rows x one block
+      for (int c = 0; c < 3; ++c) cfg.rows[4 + c] = 8, cfg.colsb[4 + c] = 64;  // B: 8 k-quads x 16 x 4
+      _tile_loadconfig(&cfg);
       int64_t n = n0;
-      for (; n + 48 <= full; n += 48) q4p_pass<K, 3>(j, xr, n, base);
-      if (full - n == 32) q4p_pass<K, 2>(j, xr, n, base);
-      if (full - n == 16) q4p_pass<K, 1>(j, xr, n, base);
+      for (; n + 48 <= full; n += 48) q4p_pass<K, 3>(j, xr, n, tile_rows, base);
+      if (full - n == 32) q4p_pass<K, 2>(j, xr, n, tile_rows, base);
+      if (full - n == 16) q4p_pass<K, 1>(j, xr, n, tile_rows, base);
       _tile_release();
+    }
+    for (int64_t n = n0; n < full && tile_rows < j.t; n += 16) {
+      int64_t r = tile_rows;
+      for (; r + 4 <= j.t; r += 4) q4v_rows<K, 4>(j, xr, n, r);
+      if (j.t - r == 3) q4v_rows<K, 3>(j, xr, n, r);
+      if (j.t - r == 2) q4v_rows<K, 2>(j, xr, n, r);
+      if (j.t - r == 1) q4v_rows<K, 1>(j, xr, n, r);
     }
   }
   if (full < n1) cols_q4x4<K>(j, full, n1);
