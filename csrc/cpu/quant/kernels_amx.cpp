@@ -257,6 +257,8 @@ static void q4p_pass(const Job& j, const Q4Rows& xr, int64_t n, int64_t rows, ui
         _mm512_store_ps(mw[g] + b * 16, _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(s + 288))));
     }
   }
+  // The next G groups' packed blocks follow this pass's (nullptr past the weight's last group).
+  const uint8_t* next = n + 32 * G <= j.n / 16 * 16 ? j.wpack + size_t(n / 16 + G) * size_t(nb) * kQ4PackBlockBytes : nullptr;
   alignas(64) int32_t cbuf[2][G][16][16];
   alignas(64) float acc[16][G][16];
   constexpr int tg = 16;
@@ -288,6 +290,10 @@ static void q4p_pass(const Job& j, const Q4Rows& xr, int64_t n, int64_t rows, ui
     const int8_t* xq = j.act.qs + r0 * j.k;
     for (int64_t b = 0; b < nb; ++b) {
       int32_t(*cb)[16][16] = cbuf[b & 1];
+      if (r0 == 0 && next) {  // stream the next pass's weights in while this one computes
+        const char* p = reinterpret_cast<const char*>(next) + b * G * kQ4PackBlockBytes;
+        for (int off = 0; off < G * kQ4PackBlockBytes; off += 64) _mm_prefetch(p + off, _MM_HINT_T0);
+      }
       _tile_loadd(3, xq + b * 32, long(j.k));
       _tile_zero(0);
       _tile_loadd(4, bt[0] + b * 512, 64);
