@@ -235,17 +235,21 @@ template <WKind K, int G>
 static void q4p_pass(const Job& j, const Q4Rows& xr, int64_t n, int64_t rows, uint8_t* buf) {
   constexpr bool has_min = K == kQ4_1;
   const int64_t nb = j.k / 32;
-  // B tiles [nb][8][64] of the G groups, then their scales as f32 [nb][16] (d, then m).
+  // B tiles [nb][8][64] of the G groups, then their scales as f32 [nb][16] (d, then m). Block b is
+  // unpacked during block b-1 of the first row group (its loads overlap the tile work), then
+  // reused by the other row groups.
   uint8_t* bt[G];
   float *dw[G], *mw[G];
-  const __m512i m4 = _mm512_set1_epi8(0x0F);
   for (int g = 0; g < G; ++g) {
     bt[g] = buf + size_t(g) * size_t(nb) * 640;
     dw[g] = reinterpret_cast<float*>(bt[g] + nb * 512);
     mw[g] = dw[g] + nb * 16;
-    const uint8_t* src = j.wpack + size_t(n / 16 + g) * size_t(nb) * kQ4PackBlockBytes;
-    for (int64_t b = 0; b < nb; ++b) {
-      const uint8_t* s = src + b * kQ4PackBlockBytes;
+  }
+  const uint8_t* src = j.wpack + size_t(n / 16) * size_t(nb) * kQ4PackBlockBytes;
+  auto unpack = [&](int64_t b) {
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    for (int g = 0; g < G; ++g) {
+      const uint8_t* s = src + size_t(g * nb + b) * kQ4PackBlockBytes;
       uint8_t* o = bt[g] + b * 512;
       for (int r = 0; r < 4; ++r) {
         const __m512i v = _mm512_load_si512(s + 64 * r);
@@ -256,7 +260,8 @@ static void q4p_pass(const Job& j, const Q4Rows& xr, int64_t n, int64_t rows, ui
       if constexpr (has_min)
         _mm512_store_ps(mw[g] + b * 16, _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(s + 288))));
     }
-  }
+  };
+  unpack(0);
   // The next G groups' packed blocks follow this pass's (nullptr past the weight's last group).
   const uint8_t* next = n + 32 * G <= j.n / 16 * 16 ? j.wpack + size_t(n / 16 + G) * size_t(nb) * kQ4PackBlockBytes : nullptr;
   alignas(64) int32_t cbuf[2][G][16][16];
@@ -298,6 +303,7 @@ static void q4p_pass(const Job& j, const Q4Rows& xr, int64_t n, int64_t rows, ui
         const char* p = reinterpret_cast<const char*>(next) + b * G * kQ4PackBlockBytes;
         for (int off = 0; off < G * kQ4PackBlockBytes; off += 64) _mm_prefetch(p + off, _MM_HINT_T0);
       }
+      if (r0 == 0 && b + 1 < nb) unpack(b + 1);
       const bool prev = b > 0;
       if (prev) scales(b - 1);
       _tile_loadd(3, xq + b * 32, long(j.k));
