@@ -166,8 +166,6 @@ static void tile_cols(const Job& j, const Prep& p, int64_t n0, bool prefetch_nex
     if (nb > 1) issue(1);
     store(0);
     for (int64_t b = 0; b < nb; ++b) {
-      if (b + 1 < nb) store(b + 1);
-      if (b + 2 < nb) issue(b + 2);
       if (g == 0 && prefetch_next) {  // the next 16 rows are read column-block-wise: fetch them early
         const size_t tile = 16 * j.wrow, lo = tile * size_t(b) / size_t(nb), hi = tile * size_t(b + 1) / size_t(nb);
         const char* next = reinterpret_cast<const char*>(w) + tile;
@@ -177,13 +175,22 @@ static void tile_cols(const Job& j, const Prep& p, int64_t n0, bool prefetch_nex
       const __m512i sx = _mm512_loadu_si512(p.sx + b * p.tp + g * 16);
       const __m512 dsx = _mm512_mul_ps(dx, _mm512_cvtepi32_ps(sx));
       const __m512i corr = _mm512_mullo_epi32(sx, _mm512_set1_epi32(offset));
-      for (int i = 0; i < 16; ++i) {
-        __m512i iv = _mm512_load_si512(cbuf[b & 1][i]);
-        if constexpr (offset != 0) iv = _mm512_sub_epi32(iv, corr);
-        __m512 pv = _mm512_mul_ps(_mm512_cvtepi32_ps(iv), _mm512_mul_ps(_mm512_set1_ps(dw[b * 16 + i]), dx));
-        if constexpr (has_min) pv = _mm512_add_ps(pv, _mm512_mul_ps(_mm512_set1_ps(mw[b * 16 + i]), dsx));
-        acc[i] = _mm512_add_ps(acc[i], pv);
-      }
+      auto rows = [&](int i0, int i1) {
+        for (int i = i0; i < i1; ++i) {
+          __m512i iv = _mm512_load_si512(cbuf[b & 1][i]);
+          if constexpr (offset != 0) iv = _mm512_sub_epi32(iv, corr);
+          __m512 pv = _mm512_mul_ps(_mm512_cvtepi32_ps(iv), _mm512_mul_ps(_mm512_set1_ps(dw[b * 16 + i]), dx));
+          if constexpr (has_min) pv = _mm512_add_ps(pv, _mm512_mul_ps(_mm512_set1_ps(mw[b * 16 + i]), dsx));
+          acc[i] = _mm512_add_ps(acc[i], pv);
+        }
+      };
+      // The tile instructions sit between parts of the epilogue: issued back to back they stall
+      // the vector work (see q4p_pass).
+      rows(0, 4);
+      if (b + 1 < nb) store(b + 1);
+      rows(4, 8);
+      if (b + 2 < nb) issue(b + 2);
+      rows(8, 16);
     }
     for (int i = 0; i < 16; ++i) _mm512_store_ps(obuf[i], acc[i]);
     const int64_t rows = std::min<int64_t>(16, j.t - g * 16);
