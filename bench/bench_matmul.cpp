@@ -2,8 +2,10 @@
 // included) on the default model's shapes, 1 and 2 threads. Prints one table: median time, GB/s of
 // weight bytes, GOP/s and the time ratio against T=1 (the speculative verify path needs T=32 to
 // cost well under 2x T=1). EYAS_BENCH_SCALE=k multiplies the time spent per row (default 1);
-// EYAS_BENCH_TYPES=Q4_1,Q8_0, EYAS_BENCH_SHAPES=1536x576 and EYAS_BENCH_THREADS=1 limit the rows; EYAS_ISA forces a path; EYAS_BENCH_NO_PACK=1 times
-// Q4 calls that repack their weight per call (as a caller without a kept pack would).
+// EYAS_BENCH_TYPES=Q4_1,Q8_0, EYAS_BENCH_SHAPES=1536x576, EYAS_BENCH_THREADS=1 and
+// EYAS_BENCH_ROWS=1,32 limit the table (ratios need T=1 listed); EYAS_ISA forces a path;
+// EYAS_BENCH_NO_PACK=1 times Q4 calls that repack their weight per call (as a caller without a
+// kept pack would).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -112,6 +114,7 @@ int main() {
         ThreadPool pool(threads);
         double t1 = 0;
         for (int T : rows) {
+          if (!listed("EYAS_BENCH_ROWS", std::to_string(T).c_str())) continue;
           MatmulArgs a{T, int32_t(n), int32_t(k), int32_t(t)};
           std::vector<double> times;
           // The repacked weight the op layer keeps per weight (built once, outside the timing).
