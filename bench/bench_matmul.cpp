@@ -1,8 +1,11 @@
-// Quantized matmul microbenchmark: every weight type at T = 1, 8, 32, 128 on the default model's
-// shapes, 1 and 2 threads. Prints one table: median time, GB/s of weight bytes, GOP/s and the
-// time ratio against T=1 (the speculative verify path needs T=32 to cost well under 2x T=1).
-// EYAS_BENCH_SCALE=k multiplies the time spent per row (default 1); EYAS_BENCH_TYPES=Q4_1,Q8_0
-// limits the types; EYAS_ISA forces a path.
+// Quantized matmul microbenchmark: every weight type at T = 1..128 (the small T of a tree verify
+// included) on the default model's shapes, 1 and 2 threads. Prints one table: median time, GB/s of
+// weight bytes, GOP/s and the time ratio against T=1 (the speculative verify path needs T=32 to
+// cost well under 2x T=1). EYAS_BENCH_SCALE=k multiplies the time spent per row (default 1);
+// EYAS_BENCH_TYPES=Q4_1,Q8_0, EYAS_BENCH_SHAPES=1536x576, EYAS_BENCH_THREADS=1 and
+// EYAS_BENCH_ROWS=1,32 limit the table (ratios need T=1 listed); EYAS_ISA forces a path;
+// EYAS_BENCH_NO_PACK=1 times Q4 calls that repack their weight per call (as a caller without a
+// kept pack would).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -73,6 +76,12 @@ std::vector<uint8_t> random_weights(DType t, int64_t n, int64_t k, std::mt19937&
   return w;
 }
 
+// Whether `item` is in the comma-separated list of environment variable `var` (unset: every item).
+bool listed(const char* var, const char* item) {
+  const char* only = std::getenv(var);
+  return !only || !*only || std::strstr((std::string(",") + only + ",").c_str(), (std::string(",") + item + ",").c_str());
+}
+
 double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 }  // namespace
@@ -81,43 +90,53 @@ int main() {
   const double scale = std::getenv("EYAS_BENCH_SCALE") ? std::atof(std::getenv("EYAS_BENCH_SCALE")) : 1.0;
   const DType types[] = {DType::Q4_1, DType::Q8_0, DType::Q4_0, DType::Q5_0, DType::Q5_1, DType::Q4_K,
                          DType::Q5_K, DType::Q6_K, DType::F16, DType::BF16, DType::F32};
-  const int64_t shapes[][2] = {{1536, 576}, {49152, 576}};  // N x K (K-quants: K = 768, next multiple of 256)
-  const int rows[] = {1, 8, 32, 128};
+  // N x K of SmolLM2-135M: gate/up, down, q/o, lm_head (K-quants: K = 768 or 1536, multiples of 256)
+  const int64_t shapes[][2] = {{1536, 576}, {576, 1536}, {576, 576}, {49152, 576}};
+  const int rows[] = {1, 2, 4, 8, 16, 32, 64, 128};
   std::mt19937 rng(1234);
   std::printf("bench_matmul  isa=%s  (time per call; GB/s = weight bytes / time; ratio = time / time at T=1)\n",
               cpu::matmul_isa());
   std::printf("%-5s %-11s %3s %4s %10s %8s %8s %7s\n", "type", "N x K", "thr", "T", "median_us", "GB/s", "GOP/s",
               "ratio");
-  const char* only = std::getenv("EYAS_BENCH_TYPES");
   for (DType t : types) {
-    if (only && *only && !std::strstr((std::string(",") + only + ",").c_str(),
-                                      (std::string(",") + type_traits(t).name + ",").c_str()))
-      continue;
+    if (!listed("EYAS_BENCH_TYPES", type_traits(t).name)) continue;
     for (auto& s : shapes) {
-      const int64_t n = s[0], k = type_traits(t).block_elems == 256 ? 768 : s[1];
+      const int64_t n = s[0], k = type_traits(t).block_elems == 256 ? (s[1] + 255) / 256 * 256 : s[1];
+      char shape[32];
+      std::snprintf(shape, sizeof shape, "%lldx%lld", (long long)n, (long long)k);
+      if (!listed("EYAS_BENCH_SHAPES", shape)) continue;
       std::vector<uint8_t> w = random_weights(t, n, k, rng);
       std::vector<float> x(size_t(128 * k)), y(size_t(128 * n));
       std::normal_distribution<float> nd(0.0f, 1.0f);
       for (auto& v : x) v = nd(rng);
       for (int threads : {1, 2}) {
+        if (!listed("EYAS_BENCH_THREADS", std::to_string(threads).c_str())) continue;
         ThreadPool pool(threads);
         double t1 = 0;
         for (int T : rows) {
+          if (!listed("EYAS_BENCH_ROWS", std::to_string(T).c_str())) continue;
           MatmulArgs a{T, int32_t(n), int32_t(k), int32_t(t)};
           std::vector<double> times;
-          cpu::matmul(a, x.data(), w.data(), y.data(), pool);  // warm-up
+          // The repacked weight the op layer keeps per weight (built once, outside the timing).
+          std::vector<uint8_t> pack_store;
+          const uint8_t* pack = nullptr;
+          if (cpu::matmul_wants_pack(a) && !std::getenv("EYAS_BENCH_NO_PACK")) {
+            pack_store.resize(cpu::matmul_pack_bytes(a) + 64);
+            uint8_t* p = reinterpret_cast<uint8_t*>((uintptr_t(pack_store.data()) + 63) & ~uintptr_t(63));
+            cpu::matmul_pack_weight(a, w.data(), p, pool);
+            pack = p;
+          }
+          cpu::matmul(a, x.data(), w.data(), y.data(), pool, pack);  // warm-up
           double spent = 0;
           while ((spent < 0.12 * scale && times.size() < size_t(200 * scale)) || times.size() < 3) {
             double t0 = now();
-            cpu::matmul(a, x.data(), w.data(), y.data(), pool);
+            cpu::matmul(a, x.data(), w.data(), y.data(), pool, pack);
             times.push_back(now() - t0);
             spent += times.back();
           }
           std::nth_element(times.begin(), times.begin() + times.size() / 2, times.end());
           const double med = times[times.size() / 2];
           if (T == 1) t1 = med;
-          char shape[32];
-          std::snprintf(shape, sizeof shape, "%lldx%lld", (long long)n, (long long)k);
           std::printf("%-5s %-11s %3d %4d %10.1f %8.2f %8.1f %7.2f\n", type_traits(t).name, shape, threads, T,
                       med * 1e6, double(w.size()) / med / 1e9, 2.0 * T * n * k / med / 1e9, med / t1);
         }

@@ -79,3 +79,17 @@ def matmul_ref(x: np.ndarray, raw: np.ndarray, wtype: str, n: int, k: int) -> np
     elems = BLOCK[wtype][0]
     xa = x.astype(np.float64) if elems == 1 else quantize_activations(x, elems)
     return (xa @ w.T).astype(np.float32)
+
+
+def q4_pack(raw: np.ndarray, wtype: str, n: int, k: int) -> np.ndarray:
+    """The tile-order repack of Q4_0/Q4_1 weights (cpu/quant/q4pack.h): per 16 rows and 32-block,
+    [4][16][4] nibble bytes (dword r of each row's qs), 16 f16 d, 16 f16 m (zero for Q4_0)."""
+    elems, nbytes = BLOCK[wtype]
+    qs_off = nbytes - 16
+    blocks = np.ascontiguousarray(raw).reshape(n, k // elems, nbytes)[: n // 16 * 16]
+    g = blocks.reshape(n // 16, 16, k // elems, nbytes).transpose(0, 2, 1, 3)  # [group, block, row, bytes]
+    qs = g[..., qs_off:].reshape(*g.shape[:3], 4, 4).transpose(0, 1, 3, 2, 4)  # [group, block, r, row, 4]
+    d = g[..., 0:2]
+    m = g[..., 2:4] if wtype == "Q4_1" else np.zeros_like(d)
+    out = np.concatenate([qs.reshape(*g.shape[:2], 256), d.reshape(*g.shape[:2], 32), m.reshape(*g.shape[:2], 32)], -1)
+    return out.reshape(-1)

@@ -1,4 +1,5 @@
-"""The AMX tile layouts (multi-group passes, partial groups, narrow tails) give the scalar path's bits."""
+"""The AMX tile layouts (multi-group passes, partial groups, narrow tails) and the Q4 repack they
+read give the scalar path's bits."""
 
 import numpy as np
 import pytest
@@ -18,18 +19,57 @@ def _restore():
 
 
 @pytest.mark.parametrize("wtype", ["Q4_0", "Q4_1", "Q8_0"])
-@pytest.mark.parametrize("n", [200, 48, 64])  # whole 48-column tile passes plus remainders on the VNNI path
+# Whole 48-column tile passes, 32- and 16-column passes (per thread), and columns past N // 16 * 16
+# on the GGUF VNNI path.
+@pytest.mark.parametrize("n", [200, 48, 64])
 def test_tile_paths_match_scalar(wtype, n):
     rng = np.random.default_rng(n)
     k = 576
     w = qr.random_weights(rng, wtype, n, k)
-    x = rng.standard_normal((17, k), dtype=np.float32)
+    x = rng.standard_normal((40, k), dtype=np.float32)
     x[1] *= 1e-4
+    x[35] *= 1e3
     for threads in (1, 2):
         _core.set_num_threads(threads)
-        for t in (2, 3, 5, 8, 9, 16, 17):
+        # Q4: T < 16 on VNNI over the repack (row chunks of 4, 3, 2, 1), whole 16-row groups on
+        # tiles and the rest of the rows on VNNI.
+        for t in (1, 2, 3, 4, 5, 8, 9, 15, 16, 17, 31, 32, 33, 40):
+            _core.ops.set_isa("scalar")
+            want = _core.ops.matmul(x[:t], w, wtype, (n, k))
+            for isa in ("avx512", "amx"):  # AVX-512 reads the same repack on VNNI at every T
+                _core.ops.set_isa(isa)
+                got = _core.ops.matmul(x[:t], w, wtype, (n, k))
+                assert np.array_equal(got, want), f"{wtype} n={n} T={t} threads={threads} isa={isa}"
+
+
+@pytest.mark.parametrize("wtype", ["Q4_0", "Q4_1"])
+@pytest.mark.parametrize("n", [16, 40, 96])  # rows past n // 16 * 16 are not packed
+def test_q4_pack_layout(wtype, n):
+    rng = np.random.default_rng(7)
+    k = 96
+    w = qr.random_weights(rng, wtype, n, k)
+    got = _core.ops._q4_pack(w, wtype, (n, k))
+    assert got.dtype == np.uint8
+    assert np.array_equal(got, qr.q4_pack(w, wtype, n, k))
+
+
+def test_q4_pack_rejects_other_types():
+    w = qr.random_weights(np.random.default_rng(0), "Q8_0", 16, 32)
+    with pytest.raises(ValueError, match="q4_pack"):
+        _core.ops._q4_pack(w, "Q8_0", (16, 32))
+
+
+@pytest.mark.parametrize("wtype", ["Q4_0", "Q4_1"])
+def test_rewritten_weight_gives_new_results(wtype):
+    """Results follow the weight bytes of each call: a kept repack never answers for other bytes."""
+    rng = np.random.default_rng(3)
+    n, k = 64, 576
+    w = qr.random_weights(rng, wtype, n, k)
+    x = rng.standard_normal((5, k), dtype=np.float32)
+    for _ in range(3):
+        for t in (1, 5):
             _core.ops.set_isa("scalar")
             want = _core.ops.matmul(x[:t], w, wtype, (n, k))
             _core.ops.set_isa("amx")
-            got = _core.ops.matmul(x[:t], w, wtype, (n, k))
-            assert np.array_equal(got, want), f"{wtype} n={n} T={t} threads={threads}"
+            assert np.array_equal(_core.ops.matmul(x[:t], w, wtype, (n, k)), want)
+        w[:] = qr.random_weights(rng, wtype, n, k)  # same array, new bytes

@@ -1,5 +1,7 @@
 // Bindings for the quantized matmul and embedding, the weight type enum (_core.DType) and the
 // instruction-set debug hook used by the invariance tests.
+#include <climits>
+
 #include "bindings/convert.h"
 #include "bindings/registry.h"
 #include "cpu/matmul.h"
@@ -86,6 +88,23 @@ EYAS_BINDINGS(ops_matmul) {
       },
       "w_bytes"_a, "w_type"_a, "w_shape"_a, "ids"_a, nb::kw_only(), "out"_a = nb::none(), "encoder"_a = nb::none(),
       "Rows w[ids] dequantized to float32[T, K]. ids: int32[T].");
+  ops.def(
+      "_q4_pack",
+      [](bind::Array w_bytes, nb::handle w_type, std::vector<int64_t> w_shape) {
+        const char* op = "q4_pack";
+        const DType wt = weight_type(op, w_type);
+        if (wt != DType::Q4_0 && wt != DType::Q4_1) fail(op, "only Q4_0 and Q4_1 weights are repacked");
+        Tensor tw = bind::from_bytes(op, "w", w_bytes, wt, weight_shape(op, w_shape, wt));
+        if (tw.dim(0) > INT32_MAX || tw.dim(1) > INT32_MAX) fail(op, "dimensions must fit in int32");
+        const MatmulArgs a{2, int32_t(tw.dim(0)), int32_t(tw.dim(1)), int32_t(wt)};
+        Tensor out = Tensor::empty(DType::U8, {int64_t(cpu::matmul_pack_bytes(a))});
+        ThreadPool pool(1);
+        cpu::matmul_pack_weight(a, tw.data<uint8_t>(), out.data<uint8_t>(), pool);
+        return bind::to_numpy(out);
+      },
+      "w_bytes"_a, "w_type"_a, "w_shape"_a,
+      "Test hook: the tile-order repack of Q4_0/Q4_1 weights the AMX kernels read (uint8, 320 bytes "
+      "per 16 rows x 32-block; rows past N // 16 * 16 are left out).");
   ops.def("set_isa", &cpu::quant::set_isa, "name"_a,
           "Debug hook: force the matmul instruction set ('scalar', 'avx2', 'avx512', 'amx' or 'best').");
   ops.def("get_isa", [] { return std::string(cpu::matmul_isa()); });

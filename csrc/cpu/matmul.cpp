@@ -8,6 +8,7 @@
 
 #include "core/dtype.h"
 #include "cpu/quant/isa.h"
+#include "cpu/quant/q4pack.h"
 #include "cpu/quant/scratch.h"
 
 namespace eyas::cpu {
@@ -34,9 +35,32 @@ static WKind kind_of(int32_t wtype) {
 
 static size_t align64(size_t n) { return (n + 63) / 64 * 64; }
 
-void matmul(const MatmulArgs& a, const float* x, const uint8_t* w, float* y, ThreadPool& pool) {
+bool matmul_wants_pack(const MatmulArgs& a) {
+  const int64_t min_rows = current_table().q4pack_min_rows;
+  return min_rows > 0 && a.rows >= min_rows && a.n >= 16 && q4_packable(kind_of(a.wtype));
+}
+
+size_t matmul_pack_bytes(const MatmulArgs& a) { return q4_pack_bytes(a.n, a.k); }
+
+void matmul_pack_weight(const MatmulArgs& a, const uint8_t* w, uint8_t* out, ThreadPool& pool) {
+  const WKind kind = kind_of(a.wtype);
+  const size_t wrow = row_bytes(DType(a.wtype), a.k);
+  pool.run([&](int tid, int nth) {
+    int64_t g0, g1;
+    ThreadPool::split(a.n / 16, tid, nth, 1, &g0, &g1);
+    if (g0 < g1) q4_pack(kind, w, wrow, a.k, g0, g1, out);
+  });
+}
+
+void matmul(const MatmulArgs& a, const float* x, const uint8_t* w, float* y, ThreadPool& pool,
+            const uint8_t* wpack) {
   const WKind kind = kind_of(a.wtype);
   const Table& tb = current_table();
+  if (!wpack && a.rows >= 2 && matmul_wants_pack(a)) {  // no kept pack: build one for this call
+    uint8_t* p = thread_scratch<kScratchWeightPack>(matmul_pack_bytes(a));
+    matmul_pack_weight(a, w, p, pool);
+    wpack = p;
+  }
   const int64_t T = a.rows, N = a.n, K = a.k;
   const int be = block_elems(kind);
 
@@ -47,6 +71,7 @@ void matmul(const MatmulArgs& a, const float* x, const uint8_t* w, float* y, Thr
   job.n = N;
   job.k = K;
   job.y = y;
+  job.wpack = matmul_wants_pack(a) ? wpack : nullptr;
   job.act.x = x;
   job.act.k = K;
   if (be > 1) {

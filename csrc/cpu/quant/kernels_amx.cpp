@@ -12,11 +12,13 @@
 #include <vector>
 
 #include "cpu/quant/isa.h"
+#include "cpu/quant/q4pack.h"
 #include "cpu/quant/scratch.h"
 
 #pragma GCC push_options
 // GCC 12 flags the intrinsics' own `__Y = __Y` placeholders under a target pragma.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512vbmi,avx2,fma,f16c,bmi2,amx-tile,amx-int8")
 namespace eyas::cpu::quant {
 namespace amx_impl {
@@ -24,13 +26,13 @@ static inline float H2F(uint16_t h) { return _cvtsh_ss(h); }  // F16C: exact, as
 #include "cpu/quant/kdots_avx512.h"
 #include "cpu/quant/dot_generic.h"
 #include "cpu/quant/simd_avx512.h"
+#include "cpu/quant/q4pack_avx512.h"
 
 // Tile paths from this many activation rows; Q8_0 reads its weights as A tiles with no unpacking,
-// which pays from T = 2 (T = 2..16 cost about one T = 1 pass). Q4_0/Q4_1 switch to the
-// activation-as-A layout up to kQ4SmallT rows, where its cheaper epilogue wins.
+// which pays from T = 2 (T = 2..16 cost about one T = 1 pass). Q4_0/Q4_1 take the packed path
+// below (activations as A tiles) from T = 2.
 constexpr int64_t kAmxMinRows = 4;
 constexpr int64_t kAmxMinRowsQ8 = 2;
-constexpr int64_t kQ4SmallT = 8;
 
 // Activations laid out for B tiles: per block b and group of 16 rows g, 8 rows (k/4) of
 // 16 rows x 4 bytes; plus per-block scales and sums transposed to [b][row] (rows padded to 16).
@@ -47,7 +49,7 @@ static bool legacy(WKind k) { return k == kQ8_0 || k == kQ4_0 || k == kQ4_1 || k
 // Whether `prepare` lays the activations out as B tiles for this call.
 static bool b_tile_path(WKind k, int64_t t) {
   if (k == kQ8_0) return t >= kAmxMinRowsQ8;
-  if (k == kQ4_0 || k == kQ4_1) return t > kQ4SmallT;
+  if (k == kQ4_0 || k == kQ4_1) return false;
   return t >= kAmxMinRows;
 }
 
@@ -166,8 +168,6 @@ static void tile_cols(const Job& j, const Prep& p, int64_t n0, bool prefetch_nex
     if (nb > 1) issue(1);
     store(0);
     for (int64_t b = 0; b < nb; ++b) {
-      if (b + 1 < nb) store(b + 1);
-      if (b + 2 < nb) issue(b + 2);
       if (g == 0 && prefetch_next) {  // the next 16 rows are read column-block-wise: fetch them early
         const size_t tile = 16 * j.wrow, lo = tile * size_t(b) / size_t(nb), hi = tile * size_t(b + 1) / size_t(nb);
         const char* next = reinterpret_cast<const char*>(w) + tile;
@@ -177,13 +177,22 @@ static void tile_cols(const Job& j, const Prep& p, int64_t n0, bool prefetch_nex
       const __m512i sx = _mm512_loadu_si512(p.sx + b * p.tp + g * 16);
       const __m512 dsx = _mm512_mul_ps(dx, _mm512_cvtepi32_ps(sx));
       const __m512i corr = _mm512_mullo_epi32(sx, _mm512_set1_epi32(offset));
-      for (int i = 0; i < 16; ++i) {
-        __m512i iv = _mm512_load_si512(cbuf[b & 1][i]);
-        if constexpr (offset != 0) iv = _mm512_sub_epi32(iv, corr);
-        __m512 pv = _mm512_mul_ps(_mm512_cvtepi32_ps(iv), _mm512_mul_ps(_mm512_set1_ps(dw[b * 16 + i]), dx));
-        if constexpr (has_min) pv = _mm512_add_ps(pv, _mm512_mul_ps(_mm512_set1_ps(mw[b * 16 + i]), dsx));
-        acc[i] = _mm512_add_ps(acc[i], pv);
-      }
+      auto rows = [&](int i0, int i1) {
+        for (int i = i0; i < i1; ++i) {
+          __m512i iv = _mm512_load_si512(cbuf[b & 1][i]);
+          if constexpr (offset != 0) iv = _mm512_sub_epi32(iv, corr);
+          __m512 pv = _mm512_mul_ps(_mm512_cvtepi32_ps(iv), _mm512_mul_ps(_mm512_set1_ps(dw[b * 16 + i]), dx));
+          if constexpr (has_min) pv = _mm512_add_ps(pv, _mm512_mul_ps(_mm512_set1_ps(mw[b * 16 + i]), dsx));
+          acc[i] = _mm512_add_ps(acc[i], pv);
+        }
+      };
+      // The tile instructions sit between parts of the epilogue: issued back to back they stall
+      // the vector work (see q4p_pass).
+      rows(0, 4);
+      if (b + 1 < nb) store(b + 1);
+      rows(4, 8);
+      if (b + 2 < nb) issue(b + 2);
+      rows(8, 16);
     }
     for (int i = 0; i < 16; ++i) _mm512_store_ps(obuf[i], acc[i]);
     const int64_t rows = std::min<int64_t>(16, j.t - g * 16);
@@ -216,128 +225,147 @@ void cols_amx(const Job& j, int64_t n0, int64_t n1) {
   if (full < n1) Fallback(j, full, n1);
 }
 
-// ---- Q4_0 / Q4_1 with activations as the A tile --------------------------------------------
-// Here C = X·Wᵀ comes out as [activation rows][16 weight columns], so the float epilogue costs one
-// 16-lane step per activation row and block instead of one per weight row: for the small T of a
-// speculative verify (2..16) that is what bounds the speed. Weights go to B tiles in VNNI layout:
-// B row r holds, for each of 16 columns, the 4 consecutive k values 4r..4r+3 of one block, which
-// for nibble-packed blocks is dword r of the block's qs (low nibbles, r < 4) or its high nibbles.
+// ---- Q4_0 / Q4_1 from the repacked weights (q4pack.h), activations as the A tile ----------------
+// C = X·Wᵀ comes out as [activation rows][16 weight columns], so the float epilogue is one 16-lane
+// step per activation row, block and 16 columns, with the weights' scales one vector per block:
+// the floor the bit-exact recipe allows (6 vector ops per step for Q4_1, 5 for Q4_0). A pass takes
+// G column groups: their B tiles are unpacked once (AND and shift of contiguous 64-byte loads) and
+// serve every 16-row group of activations; G C tiles keep the tile unit busy during the epilogue.
 
-// B tiles of 16 weight rows, every block: [nb][8 rows][16 columns x 4 bytes]; scales [nb][16].
-template <WKind K>
-static void unpack_b_q4(const uint8_t* w, size_t wrow, int64_t nb, uint8_t* bt, float* dw, float* mw) {
-  constexpr int bytes = K == kQ4_0 ? kQ4_0Bytes : kQ4_1Bytes;
-  constexpr int qs_off = K == kQ4_0 ? 2 : 4;
-  const __m512i rows = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                                          _mm512_set1_epi32(int32_t(wrow)));
-  const __m512i m4 = _mm512_set1_epi8(0x0F);
-  for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* blk = w + b * bytes;
-    uint8_t* o = bt + b * 512;
-    for (int r = 0; r < 4; ++r) {
-      const __m512i d = _mm512_i32gather_epi32(rows, blk + qs_off + 4 * r, 1);
-      _mm512_store_si512(o + 64 * r, _mm512_and_si512(d, m4));
-      _mm512_store_si512(o + 64 * (r + 4), _mm512_and_si512(_mm512_srli_epi16(d, 4), m4));
-    }
-    const __m512i dm = _mm512_i32gather_epi32(rows, blk, 1);  // d (low half) and m (high half)
-    _mm512_store_ps(dw + b * 16, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(dm)));
-    if constexpr (K == kQ4_1) _mm512_store_ps(mw + b * 16, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(dm, 16))));
-  }
-}
-
-// Epilogue of one block for the three column groups of a pass: acc[g][t] += the block's float
-// term of row t; the row's scalars are loaded once and serve all 48 columns.
-template <WKind K>
-static inline void q4t_epilogue(const Job& j, int64_t g0, int tg, int64_t b, const int32_t (*c)[16][16],
-                                float* const dw[3], float* const mw[3], __m512 (*acc)[16]) {
+template <WKind K, int G>
+static void q4p_pass(const Job& j, const Q4Rows& xr, int64_t n, int64_t rows, uint8_t* buf) {
   constexpr bool has_min = K == kQ4_1;
-  constexpr int32_t offset = K == kQ4_0 ? 8 : 0;  // Q4_0 stores q + 8: folded into the integer dot
-  __m512 dwv[3], mwv[3];
-  for (int g = 0; g < 3; ++g) {
-    dwv[g] = _mm512_load_ps(dw[g] + b * 16);
-    mwv[g] = has_min ? _mm512_load_ps(mw[g] + b * 16) : _mm512_setzero_ps();
-  }
-  for (int t = 0; t < tg; ++t) {
-    const int64_t row = g0 + t;
-    const float dx = j.act.d[row * j.act.d_per_row + b];
-    const int32_t sx = j.act.s[row * j.act.s_per_row + b];
-    const __m512 bdx = _mm512_set1_ps(dx), bdxs = _mm512_set1_ps(dx * float(sx));
-    const __m512i boff = _mm512_set1_epi32(offset * sx);
-    for (int g = 0; g < 3; ++g) {
-      __m512i iv = _mm512_load_si512(c[g][t]);
-      if constexpr (offset != 0) iv = _mm512_sub_epi32(iv, boff);
-      __m512 pv = _mm512_mul_ps(_mm512_cvtepi32_ps(iv), _mm512_mul_ps(dwv[g], bdx));
-      if constexpr (has_min) pv = _mm512_add_ps(pv, _mm512_mul_ps(mwv[g], bdxs));
-      acc[g][t] = _mm512_add_ps(acc[g][t], pv);
-    }
-  }
-}
-
-// 48 columns (three 16-column groups) share each activation A tile; three independent C tiles keep
-// the tile unit busy (one group alone waits on each product's store before its next block).
-template <WKind K>
-static void q4t_three_groups(const Job& j, int64_t g0, int tg, int64_t n, uint8_t* const bt[3], float* const dw[3],
-                             float* const mw[3]) {
   const int64_t nb = j.k / 32;
-  for (int g = 0; g < 3; ++g) unpack_b_q4<K>(j.w + (n + 16 * g) * j.wrow, j.wrow, nb, bt[g], dw[g], mw[g]);
-  const int8_t* xq = j.act.qs + g0 * j.k;
-  alignas(64) int32_t cbuf[2][3][16][16];
-  __m512 acc[3][16];
-  for (int g = 0; g < 3; ++g)
-    for (int t = 0; t < tg; ++t) acc[g][t] = _mm512_setzero_ps();
-  // Tile ids are immediates: C 0-2, A 3, B 4-6. Block b's products are stored while block b-1's,
-  // stored one step earlier, go through the epilogue.
-  for (int64_t b = 0; b < nb; ++b) {
-    int32_t(*cb)[16][16] = cbuf[b & 1];
-    _tile_loadd(3, xq + b * 32, long(j.k));
-    _tile_zero(0);
-    _tile_loadd(4, bt[0] + b * 512, 64);
-    _tile_dpbsud(0, 3, 4);
-    _tile_zero(1);
-    _tile_loadd(5, bt[1] + b * 512, 64);
-    _tile_dpbsud(1, 3, 5);
-    _tile_zero(2);
-    _tile_loadd(6, bt[2] + b * 512, 64);
-    _tile_dpbsud(2, 3, 6);
-    _tile_stored(0, cb[0], 64);
-    _tile_stored(1, cb[1], 64);
-    _tile_stored(2, cb[2], 64);
-    if (b > 0) q4t_epilogue<K>(j, g0, tg, b - 1, cbuf[(b - 1) & 1], dw, mw, acc);
+  // B tiles [nb][8][64] of the G groups, then their scales as f32 [nb][16] (d, then m). Block b is
+  // unpacked during block b-1 of the first row group (its loads overlap the tile work), then
+  // reused by the other row groups.
+  uint8_t* bt[G];
+  float *dw[G], *mw[G];
+  for (int g = 0; g < G; ++g) {
+    bt[g] = buf + size_t(g) * size_t(nb) * 640;
+    dw[g] = reinterpret_cast<float*>(bt[g] + nb * 512);
+    mw[g] = dw[g] + nb * 16;
   }
-  q4t_epilogue<K>(j, g0, tg, nb - 1, cbuf[(nb - 1) & 1], dw, mw, acc);
-  for (int g = 0; g < 3; ++g)
-    for (int t = 0; t < tg; ++t) _mm512_storeu_ps(j.y + (g0 + t) * j.n + n + 16 * g, acc[g][t]);
+  const uint8_t* src = j.wpack + size_t(n / 16) * size_t(nb) * kQ4PackBlockBytes;
+  auto unpack = [&](int64_t b) {
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    for (int g = 0; g < G; ++g) {
+      const uint8_t* s = src + size_t(g * nb + b) * kQ4PackBlockBytes;
+      uint8_t* o = bt[g] + b * 512;
+      for (int r = 0; r < 4; ++r) {
+        const __m512i v = _mm512_load_si512(s + 64 * r);
+        _mm512_store_si512(o + 64 * r, _mm512_and_si512(v, m4));
+        _mm512_store_si512(o + 64 * (r + 4), _mm512_and_si512(_mm512_srli_epi16(v, 4), m4));
+      }
+      _mm512_store_ps(dw[g] + b * 16, _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(s + 256))));
+      if constexpr (has_min)
+        _mm512_store_ps(mw[g] + b * 16, _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(s + 288))));
+    }
+  };
+  unpack(0);
+  // The next G groups' packed blocks follow this pass's (nullptr past the weight's last group).
+  const uint8_t* next = n + 32 * G <= j.n / 16 * 16 ? j.wpack + size_t(n / 16 + G) * size_t(nb) * kQ4PackBlockBytes : nullptr;
+  alignas(64) int32_t cbuf[2][G][16][16];
+  alignas(64) float acc[16][G][16];
+  constexpr int tg = 16;
+  for (int64_t r0 = 0; r0 < rows; r0 += tg) {
+    for (int t = 0; t < tg; ++t)
+      for (int g = 0; g < G; ++g) _mm512_store_ps(acc[t][g], _mm512_setzero_ps());
+    // acc = acc + p_b of dot_generic.h for rows [t0, t1) of block b (weight scales in dwv/mwv).
+    __m512 dwv[G], mwv[G];
+    auto scales = [&](int64_t b) {
+      for (int g = 0; g < G; ++g) {
+        dwv[g] = _mm512_load_ps(dw[g] + b * 16);
+        mwv[g] = has_min ? _mm512_load_ps(mw[g] + b * 16) : _mm512_setzero_ps();
+      }
+    };
+    auto epilogue = [&](int64_t b, int t0, int t1) {
+      const int32_t(*c)[16][16] = cbuf[b & 1];
+      for (int t = t0; t < t1; ++t) {
+        const int64_t rb = (r0 + t) * nb + b;
+        const __m512 bdx = _mm512_set1_ps(xr.dx[rb]);
+        for (int g = 0; g < G; ++g) {
+          __m512i iv = _mm512_load_si512(c[g][t]);
+          if constexpr (!has_min) iv = _mm512_sub_epi32(iv, _mm512_set1_epi32(xr.off[rb]));
+          __m512 pv = _mm512_mul_ps(_mm512_cvtepi32_ps(iv), _mm512_mul_ps(dwv[g], bdx));
+          if constexpr (has_min) pv = _mm512_add_ps(pv, _mm512_mul_ps(mwv[g], _mm512_set1_ps(xr.dsx[rb])));
+          _mm512_store_ps(acc[t][g], _mm512_add_ps(_mm512_load_ps(acc[t][g]), pv));
+        }
+      }
+    };
+    // Tile ids are immediates: C 0..G-1, A 3, B 4..3+G. Block b's products are computed and stored
+    // while block b-1's, stored one step earlier, go through the epilogue; the tile instructions
+    // are spread between quarters of that epilogue (issued back to back they stall the vector
+    // work: ~20% slower in a microbenchmark).
+    const int8_t* xq = j.act.qs + r0 * j.k;
+    for (int64_t b = 0; b < nb; ++b) {
+      int32_t(*cb)[16][16] = cbuf[b & 1];
+      if (r0 == 0 && next) {  // stream the next pass's weights in while this one computes
+        const char* p = reinterpret_cast<const char*>(next) + b * G * kQ4PackBlockBytes;
+        for (int off = 0; off < G * kQ4PackBlockBytes; off += 64) _mm_prefetch(p + off, _MM_HINT_T0);
+      }
+      if (r0 == 0 && b + 1 < nb) unpack(b + 1);
+      const bool prev = b > 0;
+      if (prev) scales(b - 1);
+      _tile_loadd(3, xq + b * 32, long(j.k));
+      _tile_zero(0);
+      _tile_loadd(4, bt[0] + b * 512, 64);
+      _tile_dpbsud(0, 3, 4);
+      if (prev) epilogue(b - 1, 0, 4);
+      if constexpr (G > 1) {
+        _tile_zero(1);
+        _tile_loadd(5, bt[1] + b * 512, 64);
+        _tile_dpbsud(1, 3, 5);
+      }
+      if (prev) epilogue(b - 1, 4, 8);
+      if constexpr (G > 2) {
+        _tile_zero(2);
+        _tile_loadd(6, bt[2] + b * 512, 64);
+        _tile_dpbsud(2, 3, 6);
+      }
+      if (prev) epilogue(b - 1, 8, 12);
+      _tile_stored(0, cb[0], 64);
+      if constexpr (G > 1) _tile_stored(1, cb[1], 64);
+      if constexpr (G > 2) _tile_stored(2, cb[2], 64);
+      if (prev) epilogue(b - 1, 12, 16);
+    }
+    scales(nb - 1);
+    epilogue(nb - 1, 0, tg);
+    for (int t = 0; t < tg; ++t)
+      for (int g = 0; g < G; ++g) _mm512_storeu_ps(j.y + (r0 + t) * j.n + n + 16 * g, _mm512_load_ps(acc[t][g]));
+  }
 }
 
-// T <= kQ4SmallT: 48-column passes on tiles; columns short of a whole pass (not met by the default
-// model's shapes) take the VNNI path, which gives the same bits.
+// With a packed weight: whole 16-column groups; whole 16-row groups of activations in tile passes
+// of up to 48 columns once T >= kQ4TileRows (a tile product costs the same for fewer rows, so
+// below that VNNI is faster), the other rows on VNNI. The columns of a partial group (past
+// N / 16 * 16), and every column when there is no pack, take the GGUF VNNI path. All give the
+// same bits.
+constexpr int64_t kQ4TileRows = 16;
+
 template <WKind K>
-void cols_amx_q4t(const Job& j, int64_t n0, int64_t n1) {
-  if (j.t > kQ4SmallT) return cols_amx<K, &cols_q4x4<K>>(j, n0, n1);
-  const int64_t full = j.t >= 2 ? n0 + (n1 - n0) / 48 * 48 : n0;
+void cols_amx_q4p(const Job& j, int64_t n0, int64_t n1) {
+  const int64_t full = j.wpack ? n0 + (n1 - n0) / 16 * 16 : n0;
   if (full > n0) {
-    const int64_t nb = j.k / 32;
-    const size_t per_group = size_t(nb) * (512 + 128);  // B tiles, then dw and mw
+    const int64_t nb = j.k / 32, rb = j.t * nb;
     thread_local std::vector<uint8_t> buf;
-    buf.resize(3 * per_group + 64);
+    buf.resize(3 * size_t(nb) * 640 + size_t(rb) * 12 + 128);
     uint8_t* base = reinterpret_cast<uint8_t*>((uintptr_t(buf.data()) + 63) & ~uintptr_t(63));
-    uint8_t* bt[3];
-    float *dw[3], *mw[3];
-    for (int g = 0; g < 3; ++g) {
-      bt[g] = base + g * per_group;
-      dw[g] = reinterpret_cast<float*>(bt[g] + nb * 512);
-      mw[g] = dw[g] + nb * 16;
-    }
-    for (int64_t g0 = 0; g0 < j.t; g0 += 16) {
-      const int tg = int(std::min<int64_t>(16, j.t - g0));
+    const Q4Rows xr = q4_rows(j, base + 3 * size_t(nb) * 640);
+    const int64_t tile_rows = j.t >= kQ4TileRows ? j.t / 16 * 16 : 0;
+    if (tile_rows > 0) {
       TileConfig cfg;
-      for (int c : {0, 1, 2}) cfg.rows[c] = uint8_t(tg), cfg.colsb[c] = 64;  // C: rows x 16 columns of int32
-      cfg.rows[3] = uint8_t(tg), cfg.colsb[3] = 32;                          // A: rows x one block of int8
-      for (int bb : {4, 5, 6}) cfg.rows[bb] = 8, cfg.colsb[bb] = 64;         // B: 8 k-quads x 16 columns x 4 bytes
+      for (int c = 0; c < 3; ++c) cfg.rows[c] = 16, cfg.colsb[c] = 64;      // C: 16 rows x 16 int32
+      cfg.rows[3] = 16, cfg.colsb[3] = 32;                                   // A: 16 rows x one block
+      for (int c = 0; c < 3; ++c) cfg.rows[4 + c] = 8, cfg.colsb[4 + c] = 64;  // B: 8 k-quads x 16 x 4
       _tile_loadconfig(&cfg);
-      for (int64_t n = n0; n < full; n += 48) q4t_three_groups<K>(j, g0, tg, n, bt, dw, mw);
+      int64_t n = n0;
+      for (; n + 48 <= full; n += 48) q4p_pass<K, 3>(j, xr, n, tile_rows, base);
+      if (full - n == 32) q4p_pass<K, 2>(j, xr, n, tile_rows, base);
+      if (full - n == 16) q4p_pass<K, 1>(j, xr, n, tile_rows, base);
       _tile_release();
     }
+    if (tile_rows < j.t) q4v_cols<K>(j, xr, n0, full, tile_rows);
   }
   if (full < n1) cols_q4x4<K>(j, full, n1);
 }
@@ -353,8 +381,9 @@ const Table* table_amx() {
     Table t = *table_avx512();
     t.isa = Isa::Amx;
     t.cols[kQ8_0] = &cols_amx<kQ8_0, &cols_q8_0>;
-    t.cols[kQ4_0] = &cols_amx_q4t<kQ4_0>;
-    t.cols[kQ4_1] = &cols_amx_q4t<kQ4_1>;
+    t.cols[kQ4_0] = &cols_amx_q4p<kQ4_0>;
+    t.cols[kQ4_1] = &cols_amx_q4p<kQ4_1>;
+    t.q4pack_min_rows = 1;
     t.cols[kQ5_0] = &cols_amx<kQ5_0, &cols_q4x4<kQ5_0>>;
     t.cols[kQ5_1] = &cols_amx<kQ5_1, &cols_q4x4<kQ5_1>>;
     t.prepare = &prepare;

@@ -5,9 +5,15 @@
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 
+#include <cstdint>
+#include <vector>
+
+#include "cpu/quant/q4pack.h"
+
 #pragma GCC push_options
 // GCC 12 flags the intrinsics' own `__Y = __Y` placeholders under a target pragma.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512vbmi,avx2,fma,f16c,bmi2")
 namespace eyas::cpu::quant {
 namespace avx512_impl {
@@ -15,6 +21,7 @@ static inline float H2F(uint16_t h) { return _cvtsh_ss(h); }  // F16C: exact, as
 #include "cpu/quant/kdots_avx512.h"
 #include "cpu/quant/dot_generic.h"
 #include "cpu/quant/simd_avx512.h"
+#include "cpu/quant/q4pack_avx512.h"
 }  // namespace avx512_impl
 }  // namespace eyas::cpu::quant
 #pragma GCC pop_options
@@ -32,8 +39,9 @@ const Table* table_avx512() {
     t.cols[kF16] = &cols_generic<dot_float_v<kF16>, 1>;
     t.cols[kBF16] = &cols_generic<dot_float_v<kBF16>, 1>;
     t.cols[kQ8_0] = &cols_q8_0;
-    t.cols[kQ4_0] = &cols_q4x4<kQ4_0>;
-    t.cols[kQ4_1] = &cols_q4x4<kQ4_1>;
+    t.cols[kQ4_0] = &cols_q4_packed<kQ4_0>;
+    t.cols[kQ4_1] = &cols_q4_packed<kQ4_1>;
+    t.q4pack_min_rows = 1;
     t.cols[kQ5_0] = &cols_q4x4<kQ5_0>;
     t.cols[kQ5_1] = &cols_q4x4<kQ5_1>;
     return t;

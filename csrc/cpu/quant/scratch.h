@@ -25,6 +25,6 @@ inline uint8_t* thread_scratch(size_t bytes) {
   return buf.get();
 }
 
-enum : int { kScratchActivations = 0, kScratchAmxPrep = 1 };
+enum : int { kScratchActivations = 0, kScratchAmxPrep = 1, kScratchWeightPack = 2 };
 
 }  // namespace eyas::cpu::quant

@@ -1,0 +1,23 @@
+#include "cpu/quant/q4pack.h"
+
+#include <cstring>
+
+namespace eyas::cpu::quant {
+
+void q4_pack(WKind kind, const uint8_t* w, size_t wrow, int64_t k, int64_t g0, int64_t g1, uint8_t* out) {
+  const int bytes = kind == kQ4_0 ? kQ4_0Bytes : kQ4_1Bytes, qs_off = kind == kQ4_0 ? 2 : 4;
+  const int64_t nb = k / 32;
+  for (int64_t g = g0; g < g1; ++g)
+    for (int64_t b = 0; b < nb; ++b) {
+      uint8_t* o = out + size_t(g * nb + b) * kQ4PackBlockBytes;
+      std::memset(o + 288, 0, 32);  // Q4_0 has no m
+      for (int c = 0; c < 16; ++c) {
+        const uint8_t* blk = w + size_t(16 * g + c) * wrow + size_t(b) * bytes;
+        for (int r = 0; r < 4; ++r) std::memcpy(o + 64 * r + 4 * c, blk + qs_off + 4 * r, 4);
+        std::memcpy(o + 256 + 2 * c, blk, 2);
+        if (kind == kQ4_1) std::memcpy(o + 288 + 2 * c, blk + 2, 2);
+      }
+    }
+}
+
+}  // namespace eyas::cpu::quant

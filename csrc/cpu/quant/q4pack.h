@@ -1,0 +1,33 @@
+// Q4_0 / Q4_1 weights repacked for the AMX tile path: built once per weight (ops/matmul.cpp keeps
+// it beside the weight's buffer) so a multi-row matmul turns each block of 16 weight rows into
+// int8 B tiles with three contiguous 64-byte loads' worth of AND and shift, instead of gathering
+// 16 rows. The integers and scales are the GGUF ones, moved: the bits of every result stay those
+// of dot_generic.h.
+//
+// Per group of 16 weight rows and per 32-block, kQ4PackBlockBytes (64-byte aligned) bytes:
+//   [0, 256)    for r = 0..3, row c = 0..15: qs bytes 4r..4r+3 of row c  ([4][16][4] u8)
+//               -> B tile row r = these & 0x0F (elements 4r..4r+3), row r + 4 = >> 4 (16 + 4r..)
+//   [256, 288)  d of the 16 rows (f16[16])
+//   [288, 320)  m of the 16 rows (f16[16]; zero for Q4_0)
+// Groups follow each other, blocks in order within a group; rows past N / 16 * 16 are not packed
+// (the kernels give them to the VNNI path).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "cpu/quant/formats.h"
+
+namespace eyas::cpu::quant {
+
+constexpr int kQ4PackBlockBytes = 320;
+
+inline bool q4_packable(WKind k) { return k == kQ4_0 || k == kQ4_1; }
+
+// Bytes of the packed form of an [n, k] weight.
+inline size_t q4_pack_bytes(int64_t n, int64_t k) { return size_t(n / 16) * size_t(k / 32) * kQ4PackBlockBytes; }
+
+// Packs 16-row groups [g0, g1) of w ([n] rows of wrow bytes, GGUF Q4_0/Q4_1) into out (the whole
+// packed buffer, group g at g * (k / 32) * kQ4PackBlockBytes).
+void q4_pack(WKind kind, const uint8_t* w, size_t wrow, int64_t k, int64_t g0, int64_t g1, uint8_t* out);
+
+}  // namespace eyas::cpu::quant

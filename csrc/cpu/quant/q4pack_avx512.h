@@ -1,0 +1,96 @@
+// AVX-512 VNNI on the repacked Q4_0/Q4_1 weights (q4pack.h), shared by the AVX-512 and AMX
+// tables; included after simd_avx512.h in TUs compiled for AVX-512 VNNI. Same bits as
+// dot_generic.h: exact integer block dots, then its float operations in block order.
+// (No include guard: included once per ISA namespace.)
+
+// Per-call activation scalars by [row][block]: d (the quantizer's), and the min/offset term's
+// factor: d * float(s) for Q4_1, 8 * s for Q4_0 (both exactly as dot_generic.h forms them).
+struct Q4Rows {
+  const float* dx;
+  const float* dsx;
+  const int32_t* off;
+};
+
+// RT rows x 16 columns. Packed row r of a block holds, per column, the 4 weights that meet
+// activation bytes 4r..4r+3, so vpdpbusd against that dword broadcast gives the 16 columns'
+// integer dots in 16 lanes: no horizontal sums (the GGUF path needs them), and the epilogue is one
+// 16-lane step per row and block.
+template <WKind K, int RT>
+static void q4v_rows(const Job& j, const Q4Rows& xr, int64_t n, int64_t r0) {
+  constexpr bool has_min = K == kQ4_1;
+  const int64_t nb = j.k / 32;
+  const uint8_t* src = j.wpack + size_t(n / 16) * size_t(nb) * kQ4PackBlockBytes;
+  const __m512i m4 = _mm512_set1_epi8(0x0F);
+  __m512 acc[RT];
+  for (int t = 0; t < RT; ++t) acc[t] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* s = src + b * kQ4PackBlockBytes;
+    __m512i w[8];
+    for (int r = 0; r < 4; ++r) {
+      const __m512i v = _mm512_load_si512(s + 64 * r);
+      w[r] = _mm512_and_si512(v, m4);
+      w[r + 4] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+    }
+    const __m512 dwv = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(s + 256)));
+    __m512 mwv = _mm512_setzero_ps();
+    if constexpr (has_min) mwv = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(s + 288)));
+    for (int t = 0; t < RT; ++t) {
+      const int8_t* xq = j.act.qs + (r0 + t) * j.k + b * 32;
+      __m512i i0 = _mm512_setzero_si512(), i1 = _mm512_setzero_si512();  // two short chains
+      for (int r = 0; r < 4; ++r) {
+        i0 = _mm512_dpbusd_epi32(i0, w[r], _mm512_set1_epi32(int32_t(rd32(reinterpret_cast<const uint8_t*>(xq) + 4 * r))));
+        i1 = _mm512_dpbusd_epi32(i1, w[r + 4], _mm512_set1_epi32(int32_t(rd32(reinterpret_cast<const uint8_t*>(xq) + 16 + 4 * r))));
+      }
+      __m512i iv = _mm512_add_epi32(i0, i1);
+      const int64_t rb = (r0 + t) * nb + b;
+      if constexpr (!has_min) iv = _mm512_sub_epi32(iv, _mm512_set1_epi32(xr.off[rb]));
+      __m512 pv = _mm512_mul_ps(_mm512_cvtepi32_ps(iv), _mm512_mul_ps(dwv, _mm512_set1_ps(xr.dx[rb])));
+      if constexpr (has_min) pv = _mm512_add_ps(pv, _mm512_mul_ps(mwv, _mm512_set1_ps(xr.dsx[rb])));
+      acc[t] = _mm512_add_ps(acc[t], pv);
+    }
+  }
+  for (int t = 0; t < RT; ++t) _mm512_storeu_ps(j.y + (r0 + t) * j.n + n, acc[t]);
+}
+
+// Activation scalars of every row by [row][block] (see Q4Rows), in `mem` (3 * T * K / 32 words).
+static Q4Rows q4_rows(const Job& j, uint8_t* mem) {
+  const int64_t nb = j.k / 32, rb = j.t * nb;
+  float* dx = reinterpret_cast<float*>(mem);
+  float* dsx = dx + rb;
+  int32_t* off = reinterpret_cast<int32_t*>(dsx + rb);
+  for (int64_t t = 0; t < j.t; ++t)
+    for (int64_t b = 0; b < nb; ++b) {
+      const float d = j.act.d[t * j.act.d_per_row + b];
+      const int32_t s = j.act.s[t * j.act.s_per_row + b];
+      dx[t * nb + b] = d;
+      dsx[t * nb + b] = d * float(s);
+      off[t * nb + b] = 8 * s;
+    }
+  return {dx, dsx, off};
+}
+
+// Rows [r0, T) of the 16-column groups in [n0, n1) (n0, n1 multiples of 16 within the pack).
+template <WKind K>
+static void q4v_cols(const Job& j, const Q4Rows& xr, int64_t n0, int64_t n1, int64_t r0) {
+  for (int64_t n = n0; n < n1; n += 16) {
+    int64_t r = r0;
+    for (; r + 4 <= j.t; r += 4) q4v_rows<K, 4>(j, xr, n, r);
+    if (j.t - r == 3) q4v_rows<K, 3>(j, xr, n, r);
+    if (j.t - r == 2) q4v_rows<K, 2>(j, xr, n, r);
+    if (j.t - r == 1) q4v_rows<K, 1>(j, xr, n, r);
+  }
+}
+
+// AVX-512 table: every row on VNNI over the pack; columns past N / 16 * 16, and every column when
+// there is no pack, on the GGUF path.
+template <WKind K>
+void cols_q4_packed(const Job& j, int64_t n0, int64_t n1) {
+  const int64_t full = j.wpack ? n0 + (n1 - n0) / 16 * 16 : n0;
+  if (full > n0) {
+    thread_local std::vector<uint8_t> buf;
+    buf.resize(size_t(j.t * (j.k / 32)) * 12 + 64);
+    uint8_t* base = reinterpret_cast<uint8_t*>((uintptr_t(buf.data()) + 63) & ~uintptr_t(63));
+    q4v_cols<K>(j, q4_rows(j, base), n0, full, 0);
+  }
+  if (full < n1) cols_q4x4<K>(j, full, n1);
+}
