@@ -53,20 +53,25 @@ class Encoder {
     uintptr_t lo, hi;  // [lo, hi)
     bool overlaps(const Range& o) const { return lo < o.hi && o.lo < hi; }
   };
+  // Ranges and keep-alive buffers of all dispatches live in flat per-encoder arrays, and groups are
+  // index ranges of one dispatch list: recording a decode step's ~450 dispatches then costs a few
+  // amortized allocations instead of several per dispatch.
   struct Dispatch {
     std::string name;
-    std::vector<Range> reads, writes;
-    std::vector<BufferPtr> keep;  // memory stays alive until the dispatch has run
+    uint32_t r0, nr, w0, nw;  // reads: ranges_[r0, r0 + nr); writes: ranges_[w0, w0 + nw)
     KernelFn fn;
   };
-  static bool any_overlap(const std::vector<Range>& a, const std::vector<Range>& b);
+  static bool any_overlap(const Range* a, size_t na, const Range* b, size_t nb);
   void insert_barrier();
-  void run_group(std::vector<Dispatch>& group);
+  void run_group(size_t begin, size_t end);
   void run_checked(Dispatch& d);
 
   Device& device_;
   EncoderOptions options_;
-  std::vector<std::vector<Dispatch>> groups_;
+  std::vector<Dispatch> dispatches_;
+  std::vector<size_t> group_begin_;  // first dispatch of every group after the first
+  std::vector<Range> ranges_;
+  std::vector<BufferPtr> keep_;      // memory stays alive until the dispatches have run
   std::vector<Range> group_reads_, group_writes_;
   std::vector<Range> known_;  // every range seen, for check mode
   int64_t num_dispatches_ = 0, num_barriers_ = 0;
