@@ -161,14 +161,22 @@ void Encoder::run_group(size_t begin, size_t end) {
   }
 }
 
+void Encoder::clear_recording() {
+  dispatches_.clear(), group_begin_.clear(), ranges_.clear(), keep_.clear();
+  group_reads_.clear(), group_writes_.clear(), known_.clear();
+}
+
+void Encoder::discard() {
+  clear_recording();
+  num_dispatches_ = num_barriers_ = 0;
+  barrier_positions_.clear();
+}
+
 void Encoder::commit() {
   // Reset the recording state even if a kernel throws; the arrays keep their capacity.
   struct Reset {
     Encoder& e;
-    ~Reset() {
-      e.dispatches_.clear(), e.group_begin_.clear(), e.ranges_.clear(), e.keep_.clear();
-      e.group_reads_.clear(), e.group_writes_.clear(), e.known_.clear();
-    }
+    ~Reset() { e.clear_recording(); }
   } reset{*this};
   size_t begin = 0;
   for (size_t g = 0; g <= group_begin_.size(); ++g) {

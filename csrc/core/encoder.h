@@ -38,6 +38,9 @@ class Encoder {
                 std::initializer_list<const Tensor*> writes, KernelFn fn);
   // Runs every recorded dispatch group by group; rethrows the first kernel error.
   void commit();
+  // Drops everything recorded since the last commit without running it (after a failed recording)
+  // and restarts the statistics below, so a long-lived encoder does not grow without bound.
+  void discard();
   // Commit is synchronous on the CPU; wait() exists so callers read like Metal code.
   void wait() {}
 
@@ -63,6 +66,7 @@ class Encoder {
   };
   static bool any_overlap(const Range* a, size_t na, const Range* b, size_t nb);
   void insert_barrier();
+  void clear_recording();
   void run_group(size_t begin, size_t end);
   void run_checked(Dispatch& d);
 

@@ -70,7 +70,16 @@ class Transformer {
   void load(WeightMap& w, bool fuse);
   void ensure_scratch(int rows);
   void validate_input(const ForwardInput& in, std::vector<int32_t>& positions) const;
-  void encode_layer(Encoder& enc, int l, int t, int slot0, int prefix, const Tensor& mask);
+  // Views of the scratch rows for one chunk of t rows, built once per chunk and shared by every
+  // layer (building them per layer was a measurable share of a decode step's host time).
+  struct Views {
+    int t = 0;
+    Tensor x, xn, proj, qf, q, gate_q, k, v, o, qkv, gu, g, u, pos;
+    Tensor q3, k3, v3, o3, q_flat, k_flat, qf_heads, q_heads, gate_heads;  // reshaped
+    Tensor router, sh_gate, sh_up, sh_out, sh_g;
+  };
+  Views make_views(Encoder& enc, int t) const;
+  void encode_layer(Encoder& enc, const Views& w, int l, int slot0, int prefix, const Tensor& mask);
 
   ModelSpec spec_;
   std::shared_ptr<Device> device_;
@@ -80,6 +89,7 @@ class Transformer {
   std::vector<Layer> layers_;
   KVCache cache_;
   Scratch s_;
+  Encoder enc_;  // reused by every forward/commit: its arrays keep their capacity between steps
   std::mutex mutex_;  // forward/commit run without the GIL; one call at a time
 };
 
