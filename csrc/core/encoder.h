@@ -4,10 +4,13 @@
 // hazard needs one (as MLX's CommandEncoder does). Hazards are tracked on byte ranges, not
 // buffer objects, so two views of the same memory (a numpy round trip) still conflict.
 #pragma once
+#include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <initializer_list>
+#include <new>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "core/device.h"
@@ -28,11 +31,71 @@ struct EncoderOptions {
   uint64_t seed = 0;
 };
 
+// A move-only void(ThreadPool&) callable that keeps captures of up to kInline bytes in place.
+// std::function allocates for any capture over 16 bytes, i.e. for every kernel lambda (a matmul's
+// captures 3 Tensors), and a decode step records ~450 of them.
+class KernelFn {
+ public:
+  static constexpr size_t kInline = 192;
+  KernelFn() = default;
+  template <typename F, typename T = std::decay_t<F>, typename = std::enable_if_t<!std::is_same_v<T, KernelFn>>>
+  KernelFn(F&& f) {  // NOLINT: implicit, so ops pass lambdas as before
+    if constexpr (sizeof(T) <= kInline && alignof(T) <= alignof(std::max_align_t)) {
+      new (buf_) T(std::forward<F>(f));
+      ops_ = &kInlineOps<T>;
+    } else {
+      *reinterpret_cast<T**>(buf_) = new T(std::forward<F>(f));
+      ops_ = &kHeapOps<T>;
+    }
+  }
+  KernelFn(KernelFn&& o) noexcept : ops_(o.ops_) {
+    if (ops_) ops_->move(o.buf_, buf_);
+    o.ops_ = nullptr;
+  }
+  KernelFn& operator=(KernelFn&& o) noexcept {
+    if (this != &o) {
+      this->~KernelFn();
+      new (this) KernelFn(std::move(o));
+    }
+    return *this;
+  }
+  KernelFn(const KernelFn&) = delete;
+  KernelFn& operator=(const KernelFn&) = delete;
+  ~KernelFn() {
+    if (ops_) ops_->destroy(buf_);
+  }
+  void operator()(ThreadPool& pool) { ops_->call(buf_, pool); }
+
+ private:
+  struct Ops {
+    void (*call)(void*, ThreadPool&);
+    void (*move)(void* from, void* to);  // leaves `from` destroyed
+    void (*destroy)(void*);
+  };
+  template <typename T>
+  static constexpr Ops kInlineOps = {
+      [](void* p, ThreadPool& pool) { (*static_cast<T*>(p))(pool); },
+      [](void* from, void* to) {
+        new (to) T(std::move(*static_cast<T*>(from)));
+        static_cast<T*>(from)->~T();
+      },
+      [](void* p) { static_cast<T*>(p)->~T(); }};
+  template <typename T>
+  static constexpr Ops kHeapOps = {
+      [](void* p, ThreadPool& pool) { (**static_cast<T**>(p))(pool); },
+      [](void* from, void* to) { *static_cast<T**>(to) = *static_cast<T**>(from); },
+      [](void* p) { delete *static_cast<T**>(p); }};
+  alignas(std::max_align_t) unsigned char buf_[kInline];
+  const Ops* ops_ = nullptr;
+};
+
 class Encoder {
  public:
-  using KernelFn = std::function<void(ThreadPool&)>;
+  using KernelFn = eyas::KernelFn;
 
   Encoder(Device& device, EncoderOptions options = {});
+  Encoder(const Encoder&) = delete;
+  Encoder& operator=(const Encoder&) = delete;
 
   void dispatch(const char* name, std::initializer_list<const Tensor*> reads,
                 std::initializer_list<const Tensor*> writes, KernelFn fn);
