@@ -12,6 +12,7 @@
 #include "ops/moe.h"
 #include "ops/norm.h"
 #include "ops/rope.h"
+#include "ops/softmax.h"
 
 namespace eyas::model {
 
@@ -264,13 +265,23 @@ ForwardResult Transformer::forward(const ForwardInput& in) {
       Tensor xn = rows(s_.xn, 0, t);
       ops::rms_norm(enc, x, out_norm_, xn, s.rms_eps);
       ops::matmul(enc, xn, out_w_, rows(r.logits, c0, t));
-    } else if (in.logits == LogitsMode::Last && c1 == T) {
+    } else if ((in.logits == LogitsMode::Last || in.logits == LogitsMode::Argmax) && c1 == T) {
       Tensor xn = rows(s_.xn, 0, 1);
       ops::rms_norm(enc, rows(s_.x, t - 1, 1), out_norm_, xn, s.rms_eps);
-      ops::matmul(enc, xn, out_w_, r.logits);
+      if (in.logits == LogitsMode::Last) {
+        ops::matmul(enc, xn, out_w_, r.logits);
+      } else {
+        if (!s_.last_logits.defined()) {
+          s_.last_logits = Tensor::empty(DType::F32, {1, s.vocab_size});
+          s_.last_argmax = Tensor::empty(DType::I32, {1});
+        }
+        ops::matmul(enc, xn, out_w_, s_.last_logits);
+        ops::argmax(enc, s_.last_logits, s_.last_argmax);
+      }
     }
     enc.commit();
   }
+  if (in.logits == LogitsMode::Argmax) r.argmax = s_.last_argmax.data<int32_t>()[0];
   cache_.set_pending(T);
   return r;
 }

@@ -15,11 +15,14 @@
 
 namespace eyas::model {
 
-enum class LogitsMode { Last, All, None };
+// Argmax: the last row's greedy token (first index of the maximum, NaN ignored, as spec::accept
+// picks it) without handing the logits back: plain greedy decoding needs nothing else.
+enum class LogitsMode { Last, All, None, Argmax };
 
 struct ForwardResult {
-  Tensor logits;  // F32[T or 1, V]; undefined for LogitsMode::None
-  Tensor aux;     // F32[T, len(aux_layers) * H] when aux capture was asked for
+  Tensor logits;       // F32[T or 1, V]; undefined for LogitsMode::None and Argmax
+  Tensor aux;          // F32[T, len(aux_layers) * H] when aux capture was asked for
+  int32_t argmax = -1;  // LogitsMode::Argmax
 };
 
 struct ForwardInput {
@@ -64,6 +67,7 @@ class Transformer {
   };
   struct Scratch {
     int rows = 0;
+    Tensor last_logits, last_argmax;  // LogitsMode::Argmax: F32[1, V], I32[1], reused every step
     Tensor ids, pos, x, xn, qkv, gu, qf, q, gate_q, k, v, o, proj, ff_gate, ff_up, router, sh_gate, sh_up, sh_out, sh_g;
   };
 
