@@ -333,6 +333,7 @@ Transformer::Views Transformer::make_views(Encoder& enc, int t) const {
   w.q3 = reshape(w.q, {t, Hq, D}), w.k3 = reshape(w.k, {t, Hkv, D}), w.v3 = reshape(w.v, {t, Hkv, D});
   w.o3 = reshape(w.o, {t, Hq, D});
   w.q_flat = reshape(w.q, {t * Hq, D}), w.k_flat = reshape(w.k, {t * Hkv, D});
+  if (t == 1 && w.qkv.defined() && !s.attn_output_gate) w.qk3 = reshape(w.qkv, {1, Hq + Hkv, D});
   return w;
 }
 
@@ -372,8 +373,13 @@ void Transformer::encode_layer(Encoder& enc, const Views& w, int l, int slot0, i
     ops::rms_norm(enc, w.q_flat, L.q_norm, w.q_flat, eps);
     ops::rms_norm(enc, w.k_flat, L.k_norm, w.k_flat, eps);
   }
-  ops::rope(enc, w.q3, w.pos, inv_freq_, s.rot_dim, s.rope_style, w.q3);
-  ops::rope(enc, w.k3, w.pos, inv_freq_, s.rot_dim, s.rope_style, w.k3);
+  if (w.qk3.defined() && L.wqkv.defined()) {
+    // Rope rotates each (token, head) row on its own, so one call over q|k gives the same bits.
+    ops::rope(enc, w.qk3, w.pos, inv_freq_, s.rot_dim, s.rope_style, w.qk3);
+  } else {
+    ops::rope(enc, w.q3, w.pos, inv_freq_, s.rot_dim, s.rope_style, w.q3);
+    ops::rope(enc, w.k3, w.pos, inv_freq_, s.rot_dim, s.rope_style, w.k3);
+  }
   ops::kv_write(enc, w.k3, cache_.k(l), slot0);
   ops::kv_write(enc, w.v3, cache_.v(l), slot0);
   ops::attention(enc, w.q3, cache_.k(l), cache_.v(l), prefix, mask, 1.0f / std::sqrt(float(D)), w.o3);

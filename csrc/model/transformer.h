@@ -80,6 +80,7 @@ class Transformer {
     int t = 0;
     Tensor x, xn, proj, qf, q, gate_q, k, v, o, qkv, gu, g, u, pos;
     Tensor q3, k3, v3, o3, q_flat, k_flat, qf_heads, q_heads, gate_heads;  // reshaped
+    Tensor qk3;  // one row of a fused q|k|v: q and k heads side by side, rotated by one dispatch
     Tensor router, sh_gate, sh_up, sh_out, sh_g;
   };
   Views make_views(Encoder& enc, int t) const;
