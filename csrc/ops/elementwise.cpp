@@ -32,9 +32,10 @@ void add(Encoder& enc, const Tensor& a, const Tensor& b, const Tensor& y) {
     args = same_shape(op, "a", a, "b", b, y);
   }
   if (a.numel() == 0) return;
-  enc.dispatch(op, {&a, &b}, {&y}, [args, ap = a.data<float>(), bp = b.data<float>(), yp = y.data<float>()](ThreadPool& pool) {
-    cpu::add(args, ap, bp, yp, pool);
-  });
+  enc.dispatch(op, {&a, &b}, {&y},
+               [args, ap = a.data<float>(), bp = b.data<float>(), yp = y.data<float>()](ThreadPool& pool) {
+                 cpu::add(args, ap, bp, yp, pool);
+               });
 }
 
 void silu_mul(Encoder& enc, const Tensor& gate, const Tensor& up, const Tensor& y) {

@@ -19,9 +19,10 @@ void rms_norm(Encoder& enc, const Tensor& x, const Tensor& w, const Tensor& y, f
   RmsNormArgs a{int32_t(x.rows()), int32_t(x.dim(-1)), eps};
   // Raw pointers, not Tensor copies, in the capture: recording stays allocation-free; the
   // encoder keeps the buffers alive.
-  enc.dispatch(op, {&x, &w}, {&y}, [a, xp = x.data<float>(), wp = w.data<float>(), yp = y.data<float>()](ThreadPool& pool) {
-    cpu::rms_norm(a, xp, wp, yp, pool);
-  });
+  enc.dispatch(op, {&x, &w}, {&y},
+               [a, xp = x.data<float>(), wp = w.data<float>(), yp = y.data<float>()](ThreadPool& pool) {
+                 cpu::rms_norm(a, xp, wp, yp, pool);
+               });
 }
 
 }  // namespace eyas::ops
