@@ -76,3 +76,18 @@ def test_read_only_output_is_rejected():
     out.flags.writeable = False
     with pytest.raises(ValueError, match="read-only"):
         _core.ops.rms_norm(x, w, out=out)
+
+
+def test_profile_mode_reports_dispatches():
+    # EYAS_PROFILE=1 times every dispatch and prints a table at exit (docs/performance.md).
+    import os
+    import subprocess
+    import sys
+
+    code = ("import numpy as np; from eyas import _core; x = np.ones((2, 32), np.float32); "
+            "enc = _core.Encoder(); y = _core.ops.rms_norm(x, x[0], encoder=enc); "
+            "_core.ops.rms_norm(y, x[0], encoder=enc); enc.commit()")
+    env = dict(os.environ, EYAS_PROFILE="1")
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert "[encoder profile]" in r.stderr
+    assert "rms_norm/256" in r.stderr and " 2 " in r.stderr.split("rms_norm/256")[1].splitlines()[0]

@@ -152,3 +152,31 @@ def test_fused_weights_give_the_same_bits(name):
     for key in ("logits", "aux"):
         same_bits(outs[0][0][key], outs[1][0][key], f"prefill {key} fused vs unfused")
         same_bits(outs[0][1][key], outs[1][1][key], f"decode {key} fused vs unfused")
+
+
+@pytest.mark.parametrize("name", ["llama-q4_1", "qwen3-gated-f32"])
+def test_argmax_mode_matches_last_logits(name):
+    # logits="argmax" returns the first maximum of the last row's logits, the rule spec accept uses;
+    # it must agree with logits="last" for prefill and for every decode step, at any thread count.
+    rng = np.random.default_rng(3)
+    spec, m = build(name)
+    _, m2 = build(name, threads=2)
+    V = spec["vocab_size"]
+    seq = rng.integers(0, V, 12).astype(np.int32)
+    for model in (m, m2):
+        model.reset()
+        out = model.forward(seq, logits="argmax")
+        assert set(out) == {"argmax"}
+        m.reset()
+        want = m.forward(seq, logits="last")["logits"][0]
+        assert out["argmax"] == int(np.argmax(want))
+    for model in (m, m2):
+        model.reset()
+        model.prefill(seq[:4])
+    for t in seq[4:]:
+        lo = m.forward(np.array([t], np.int32), logits="last")["logits"][0]
+        am = m2.forward(np.array([t], np.int32), logits="argmax")["argmax"]
+        m.commit([0]), m2.commit([0])
+        assert am == int(np.argmax(lo))
+    with pytest.raises(ValueError, match=r"\[forward\] logits must be 'last', 'all', 'none' or 'argmax'"):
+        m.forward(seq[:1], logits="max")

@@ -127,8 +127,10 @@ nb::dict run_forward(Transformer& m, nb::handle tokens, std::optional<nb::handle
     in.logits = model::LogitsMode::All;
   else if (logits == "none")
     in.logits = model::LogitsMode::None;
+  else if (logits == "argmax")
+    in.logits = model::LogitsMode::Argmax;
   else
-    fail(op, "logits must be 'last', 'all' or 'none', got '" + logits + "'");
+    fail(op, "logits must be 'last', 'all', 'none' or 'argmax', got '" + logits + "'");
   in.capture_aux = capture_aux;
   model::ForwardResult r;
   {
@@ -143,6 +145,7 @@ nb::dict run_forward(Transformer& m, nb::handle tokens, std::optional<nb::handle
   nb::dict out;
   if (r.logits.defined()) out["logits"] = bind::to_numpy(r.logits);
   if (r.aux.defined()) out["aux"] = bind::to_numpy(r.aux);
+  if (in.logits == model::LogitsMode::Argmax) out["argmax"] = r.argmax;
   return out;
 }
 
@@ -184,7 +187,9 @@ EYAS_BINDINGS(model_transformer) {
           "tokens"_a, nb::kw_only(), "mask"_a = nb::none(), "depths"_a = nb::none(), "logits"_a = "last",
           "capture_aux"_a = false,
           "Run T tokens after the committed prefix (causal, or a tree under mask at positions length+depths).\n"
-          "Writes their K/V at slots [length, length+T) without committing. Returns {'logits', 'aux'}.")
+          "Writes their K/V at slots [length, length+T) without committing. Returns {'logits', 'aux'}.\n"
+          "logits='argmax' returns {'argmax': int} instead of logits: the last row's greedy token (first\n"
+          "index of the maximum, NaN ignored), without copying the logits out.")
       .def(
           "commit",
           [](Transformer& m, nb::handle nodes) {

@@ -1,24 +1,31 @@
 #include "core/encoder.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <mutex>
 #include <stdexcept>
 
 namespace eyas {
 
 Encoder::Encoder(Device& device, EncoderOptions options)
     : device_(device), options_(options), rng_state_(options.seed * 0x9E3779B97F4A7C15ull + 1) {
-  groups_.emplace_back();
+  dispatches_.reserve(64);
+  ranges_.reserve(256);
+  keep_.reserve(256);
 }
 
-bool Encoder::any_overlap(const std::vector<Range>& a, const std::vector<Range>& b) {
-  for (const Range& x : a)
-    for (const Range& y : b)
-      if (x.overlaps(y)) return true;
+bool Encoder::any_overlap(const Range* a, size_t na, const Range* b, size_t nb) {
+  for (size_t i = 0; i < na; ++i)
+    for (size_t j = 0; j < nb; ++j)
+      if (a[i].overlaps(b[j])) return true;
   return false;
 }
 
 void Encoder::insert_barrier() {
-  groups_.emplace_back();
+  group_begin_.push_back(dispatches_.size());
   group_reads_.clear();
   group_writes_.clear();
   ++num_barriers_;
@@ -27,37 +34,43 @@ void Encoder::insert_barrier() {
 
 void Encoder::dispatch(const char* name, std::initializer_list<const Tensor*> reads,
                        std::initializer_list<const Tensor*> writes, KernelFn fn) {
-  Dispatch d{name, {}, {}, {}, std::move(fn)};
   auto range_of = [](const Tensor* t) {
     uintptr_t lo = reinterpret_cast<uintptr_t>(t->data<uint8_t>());
     return Range{lo, lo + std::max<size_t>(t->nbytes(), 1)};
   };
+  for (const Tensor* t : writes)
+    if (t && t->buffer && t->buffer->read_only()) fail(name, "output " + t->describe() + " is a read-only buffer");
+  const uint32_t r0 = uint32_t(ranges_.size());
   for (const Tensor* t : reads) {
     if (!t || !t->buffer) continue;
-    d.reads.push_back(range_of(t));
-    d.keep.push_back(t->buffer);
+    ranges_.push_back(range_of(t));
+    keep_.push_back(t->buffer);
   }
+  const uint32_t w0 = uint32_t(ranges_.size());
   for (const Tensor* t : writes) {
     if (!t || !t->buffer) continue;
-    if (t->buffer->read_only()) fail(name, "output " + t->describe() + " is a read-only buffer");
-    d.writes.push_back(range_of(t));
-    d.keep.push_back(t->buffer);
+    ranges_.push_back(range_of(t));
+    keep_.push_back(t->buffer);
   }
+  const uint32_t nr = w0 - r0, nw = uint32_t(ranges_.size()) - w0;
+  const Range *rd = ranges_.data() + r0, *wr = ranges_.data() + w0;
+  const bool group_empty = dispatches_.size() == (group_begin_.empty() ? 0 : group_begin_.back());
   bool hazard = false;
-  if (!groups_.back().empty()) {
-    hazard = options_.serial || any_overlap(d.reads, group_writes_)  // read after write
-             || any_overlap(d.writes, group_writes_)                 // write after write
-             || any_overlap(d.writes, group_reads_);                 // write after read
+  if (!group_empty) {
+    hazard = options_.serial || any_overlap(rd, nr, group_writes_.data(), group_writes_.size())  // read after write
+             || any_overlap(wr, nw, group_writes_.data(), group_writes_.size())                  // write after write
+             || any_overlap(wr, nw, group_reads_.data(), group_reads_.size());                   // write after read
   }
   if (hazard) insert_barrier();
-  group_reads_.insert(group_reads_.end(), d.reads.begin(), d.reads.end());
-  group_writes_.insert(group_writes_.end(), d.writes.begin(), d.writes.end());
+  group_reads_.insert(group_reads_.end(), rd, rd + nr);
+  group_writes_.insert(group_writes_.end(), wr, wr + nw);
   if (options_.check)
-    for (auto* list : {&d.reads, &d.writes})
-      for (const Range& r : *list)
-        if (std::none_of(known_.begin(), known_.end(), [&](const Range& k) { return k.lo == r.lo && k.hi == r.hi; }))
-          known_.push_back(r);
-  groups_.back().push_back(std::move(d));
+    for (uint32_t i = r0; i < w0 + nw; ++i) {
+      const Range r = ranges_[i];
+      if (std::none_of(known_.begin(), known_.end(), [&](const Range& k) { return k.lo == r.lo && k.hi == r.hi; }))
+        known_.push_back(r);
+    }
+  dispatches_.push_back(Dispatch{name, r0, nr, w0, nw, std::move(fn)});
   ++num_dispatches_;
 }
 
@@ -72,7 +85,7 @@ static uint64_t checksum(uintptr_t lo, uintptr_t hi) {
 void Encoder::run_checked(Dispatch& d) {
   std::vector<std::pair<Range, uint64_t>> before;
   for (const Range& k : known_)
-    if (!any_overlap({k}, d.writes)) before.emplace_back(k, checksum(k.lo, k.hi));
+    if (!any_overlap(&k, 1, ranges_.data() + d.w0, d.nw)) before.emplace_back(k, checksum(k.lo, k.hi));
   d.fn(device_.pool());
   for (auto& [k, h] : before)
     if (checksum(k.lo, k.hi) != h)
@@ -80,31 +93,97 @@ void Encoder::run_checked(Dispatch& d) {
                                std::to_string(k.hi - k.lo) + "-byte range of another dispatch)");
 }
 
-void Encoder::run_group(std::vector<Dispatch>& group) {
-  std::vector<size_t> order(group.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+namespace {
+
+// Opt-in per-dispatch wall time (EYAS_PROFILE=1), keyed by kernel name and output size so the
+// matmuls of one model tell apart; printed to stderr at exit. Off, it costs one branch per group.
+struct Profile {
+  struct Row { int64_t calls = 0; double seconds = 0; };
+  std::mutex mutex;
+  std::map<std::string, Row> rows;
+  int64_t groups = 0;
+  ~Profile() {
+    if (rows.empty()) return;
+    double total = 0;
+    for (auto& [k, r] : rows) total += r.seconds;
+    std::fprintf(stderr, "[encoder profile] %lld groups (barriers + 1 per commit)\n", (long long)groups);
+    std::fprintf(stderr, "%-32s %10s %12s %10s %6s\n", "dispatch/out-bytes", "calls", "total ms", "us/call", "%");
+    for (auto& [k, r] : rows)
+      std::fprintf(stderr, "%-32s %10lld %12.2f %10.2f %6.1f\n", k.c_str(), (long long)r.calls, r.seconds * 1e3,
+                   r.seconds * 1e6 / double(r.calls), 100 * r.seconds / total);
+  }
+};
+bool profiling() {
+  static const bool on = [] { const char* e = std::getenv("EYAS_PROFILE"); return e && *e && *e != '0'; }();
+  return on;
+}
+Profile& profile() {
+  static Profile p;
+  return p;
+}
+
+}  // namespace
+
+void Encoder::run_group(size_t begin, size_t end) {
+  const size_t n = end - begin;
+  // The recorded order needs no index list: the common case allocates nothing.
+  std::vector<size_t> order;
+  if (options_.schedule != Schedule::Forward) {
+    order.resize(n);
+    for (size_t i = 0; i < n; ++i) order[i] = i;
+  }
   if (options_.schedule == Schedule::Reverse) std::reverse(order.begin(), order.end());
   if (options_.schedule == Schedule::Shuffle)
-    for (size_t i = order.size(); i > 1; --i) {
+    for (size_t i = n; i > 1; --i) {
       rng_state_ ^= rng_state_ << 13, rng_state_ ^= rng_state_ >> 7, rng_state_ ^= rng_state_ << 17;
       std::swap(order[i - 1], order[rng_state_ % i]);
     }
-  for (size_t i : order) {
+  const bool prof = profiling();
+  for (size_t j = 0; j < n; ++j) {
+    Dispatch& d = dispatches_[begin + (order.empty() ? j : order[j])];
+    const auto t0 = prof ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     if (options_.check)
-      run_checked(group[i]);
+      run_checked(d);
     else
-      group[i].fn(device_.pool());
+      d.fn(device_.pool());
+    if (prof) {
+      const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      const Range* w = ranges_.data() + d.w0;
+      const std::string key = d.name + "/" + std::to_string(d.nw ? w->hi - w->lo : 0);
+      std::lock_guard<std::mutex> lock(profile().mutex);
+      auto& r = profile().rows[key];
+      r.calls += 1, r.seconds += dt;
+    }
+  }
+  if (prof) {
+    std::lock_guard<std::mutex> lock(profile().mutex);
+    profile().groups += 1;
   }
 }
 
+void Encoder::clear_recording() {
+  dispatches_.clear(), group_begin_.clear(), ranges_.clear(), keep_.clear();
+  group_reads_.clear(), group_writes_.clear(), known_.clear();
+}
+
+void Encoder::discard() {
+  clear_recording();
+  num_dispatches_ = num_barriers_ = 0;
+  barrier_positions_.clear();
+}
+
 void Encoder::commit() {
-  auto groups = std::move(groups_);
-  groups_.clear();
-  groups_.emplace_back();
-  group_reads_.clear();
-  group_writes_.clear();
-  known_.clear();
-  for (auto& g : groups) run_group(g);
+  // Reset the recording state even if a kernel throws; the arrays keep their capacity.
+  struct Reset {
+    Encoder& e;
+    ~Reset() { e.clear_recording(); }
+  } reset{*this};
+  size_t begin = 0;
+  for (size_t g = 0; g <= group_begin_.size(); ++g) {
+    const size_t end = g < group_begin_.size() ? group_begin_[g] : dispatches_.size();
+    if (end > begin) run_group(begin, end);
+    begin = end;
+  }
 }
 
 }  // namespace eyas

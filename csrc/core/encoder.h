@@ -4,10 +4,13 @@
 // hazard needs one (as MLX's CommandEncoder does). Hazards are tracked on byte ranges, not
 // buffer objects, so two views of the same memory (a numpy round trip) still conflict.
 #pragma once
+#include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <initializer_list>
+#include <new>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "core/device.h"
@@ -28,16 +31,79 @@ struct EncoderOptions {
   uint64_t seed = 0;
 };
 
+// A move-only void(ThreadPool&) callable that keeps captures of up to kInline bytes in place.
+// std::function allocates for any capture over 16 bytes, i.e. for every kernel lambda (a matmul's
+// captures 3 Tensors), and a decode step records ~450 of them.
+class KernelFn {
+ public:
+  static constexpr size_t kInline = 192;
+  KernelFn() = default;
+  template <typename F, typename T = std::decay_t<F>, typename = std::enable_if_t<!std::is_same_v<T, KernelFn>>>
+  KernelFn(F&& f) {  // NOLINT: implicit, so ops pass lambdas as before
+    if constexpr (sizeof(T) <= kInline && alignof(T) <= alignof(std::max_align_t)) {
+      new (buf_) T(std::forward<F>(f));
+      ops_ = &kInlineOps<T>;
+    } else {
+      *reinterpret_cast<T**>(buf_) = new T(std::forward<F>(f));
+      ops_ = &kHeapOps<T>;
+    }
+  }
+  KernelFn(KernelFn&& o) noexcept : ops_(o.ops_) {
+    if (ops_) ops_->move(o.buf_, buf_);
+    o.ops_ = nullptr;
+  }
+  KernelFn& operator=(KernelFn&& o) noexcept {
+    if (this != &o) {
+      this->~KernelFn();
+      new (this) KernelFn(std::move(o));
+    }
+    return *this;
+  }
+  KernelFn(const KernelFn&) = delete;
+  KernelFn& operator=(const KernelFn&) = delete;
+  ~KernelFn() {
+    if (ops_) ops_->destroy(buf_);
+  }
+  void operator()(ThreadPool& pool) { ops_->call(buf_, pool); }
+
+ private:
+  struct Ops {
+    void (*call)(void*, ThreadPool&);
+    void (*move)(void* from, void* to);  // leaves `from` destroyed
+    void (*destroy)(void*);
+  };
+  template <typename T>
+  static constexpr Ops kInlineOps = {
+      [](void* p, ThreadPool& pool) { (*static_cast<T*>(p))(pool); },
+      [](void* from, void* to) {
+        new (to) T(std::move(*static_cast<T*>(from)));
+        static_cast<T*>(from)->~T();
+      },
+      [](void* p) { static_cast<T*>(p)->~T(); }};
+  template <typename T>
+  static constexpr Ops kHeapOps = {
+      [](void* p, ThreadPool& pool) { (**static_cast<T**>(p))(pool); },
+      [](void* from, void* to) { *static_cast<T**>(to) = *static_cast<T**>(from); },
+      [](void* p) { delete *static_cast<T**>(p); }};
+  alignas(std::max_align_t) unsigned char buf_[kInline];
+  const Ops* ops_ = nullptr;
+};
+
 class Encoder {
  public:
-  using KernelFn = std::function<void(ThreadPool&)>;
+  using KernelFn = eyas::KernelFn;
 
   Encoder(Device& device, EncoderOptions options = {});
+  Encoder(const Encoder&) = delete;
+  Encoder& operator=(const Encoder&) = delete;
 
   void dispatch(const char* name, std::initializer_list<const Tensor*> reads,
                 std::initializer_list<const Tensor*> writes, KernelFn fn);
   // Runs every recorded dispatch group by group; rethrows the first kernel error.
   void commit();
+  // Drops everything recorded since the last commit without running it (after a failed recording)
+  // and restarts the statistics below, so a long-lived encoder does not grow without bound.
+  void discard();
   // Commit is synchronous on the CPU; wait() exists so callers read like Metal code.
   void wait() {}
 
@@ -53,20 +119,26 @@ class Encoder {
     uintptr_t lo, hi;  // [lo, hi)
     bool overlaps(const Range& o) const { return lo < o.hi && o.lo < hi; }
   };
+  // Ranges and keep-alive buffers of all dispatches live in flat per-encoder arrays, and groups are
+  // index ranges of one dispatch list: recording a decode step's ~450 dispatches then costs a few
+  // amortized allocations instead of several per dispatch.
   struct Dispatch {
     std::string name;
-    std::vector<Range> reads, writes;
-    std::vector<BufferPtr> keep;  // memory stays alive until the dispatch has run
+    uint32_t r0, nr, w0, nw;  // reads: ranges_[r0, r0 + nr); writes: ranges_[w0, w0 + nw)
     KernelFn fn;
   };
-  static bool any_overlap(const std::vector<Range>& a, const std::vector<Range>& b);
+  static bool any_overlap(const Range* a, size_t na, const Range* b, size_t nb);
   void insert_barrier();
-  void run_group(std::vector<Dispatch>& group);
+  void clear_recording();
+  void run_group(size_t begin, size_t end);
   void run_checked(Dispatch& d);
 
   Device& device_;
   EncoderOptions options_;
-  std::vector<std::vector<Dispatch>> groups_;
+  std::vector<Dispatch> dispatches_;
+  std::vector<size_t> group_begin_;  // first dispatch of every group after the first
+  std::vector<Range> ranges_;
+  std::vector<BufferPtr> keep_;      // memory stays alive until the dispatches have run
   std::vector<Range> group_reads_, group_writes_;
   std::vector<Range> known_;  // every range seen, for check mode
   int64_t num_dispatches_ = 0, num_barriers_ = 0;

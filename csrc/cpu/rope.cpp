@@ -3,7 +3,9 @@
 // positions, so a row's bits do not depend on T or on which rows share the call.
 #include "cpu/rope.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 namespace eyas::cpu {
@@ -13,12 +15,24 @@ void rope(const RopeArgs& a, const float* x, const int32_t* pos, const float* in
   auto body = [&](int tid, int nth) {
     int64_t t0, t1;
     ThreadPool::split(a.tokens, tid, nth, 1, &t0, &t1);
-    std::vector<float> cs(size_t(2 * half));
+    // The last token's table is kept per thread: a decode step rotates q and k of every layer at
+    // one position, so 2 * layers calls share one table (cos/sin in double were ~1% of a step).
+    thread_local std::vector<float> cs, freq;
+    thread_local int32_t cs_pos = 0;
     for (int64_t t = t0; t < t1; ++t) {
-      for (int k = 0; k < half; ++k) {
-        const float angle = float(pos[t]) * inv_freq[k];
-        cs[2 * k] = float(std::cos(double(angle)));
-        cs[2 * k + 1] = float(std::sin(double(angle)));
+      const bool hit = cs_pos == pos[t] && freq.size() == size_t(half) &&
+                       std::equal(freq.begin(), freq.end(), inv_freq, [](float x, float y) {
+                         return std::memcmp(&x, &y, sizeof(float)) == 0;
+                       });
+      if (!hit) {
+        cs.resize(size_t(2 * half));
+        freq.assign(inv_freq, inv_freq + half);
+        cs_pos = pos[t];
+        for (int k = 0; k < half; ++k) {
+          const float angle = float(pos[t]) * inv_freq[k];
+          cs[2 * k] = float(std::cos(double(angle)));
+          cs[2 * k + 1] = float(std::sin(double(angle)));
+        }
       }
       for (int h = 0; h < a.heads; ++h) {
         const float* xr = x + (t * a.heads + h) * D;

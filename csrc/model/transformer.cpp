@@ -12,6 +12,7 @@
 #include "ops/moe.h"
 #include "ops/norm.h"
 #include "ops/rope.h"
+#include "ops/softmax.h"
 
 namespace eyas::model {
 
@@ -76,8 +77,8 @@ Transformer::Transformer(ModelSpec spec, WeightMap weights, int max_context, std
       aux_layers_(std::move(aux_layers)),
       chunk_(chunk),
       cache_((validate_spec(spec_), spec_.num_layers), spec_.num_kv_heads,
-             max_context >= 1 ? max_context : (fail(kOp, "max_context must be >= 1"), 1), spec_.head_dim) {
-  if (!device_) fail(kOp, "no device");
+             max_context >= 1 ? max_context : (fail(kOp, "max_context must be >= 1"), 1), spec_.head_dim),
+      enc_(device_ ? *device_ : (fail(kOp, "no device"), *device_)) {
   if (chunk_ < 1) fail(kOp, "chunk must be >= 1");
   for (int a : aux_layers_)
     if (a < 0 || a > spec_.num_layers)
@@ -249,26 +250,38 @@ ForwardResult Transformer::forward(const ForwardInput& in) {
       mask = Tensor::empty(DType::U8, {t, c1});
       for (int i = 0; i < t; ++i) std::memcpy(mask.data<uint8_t>() + int64_t(i) * c1, in.mask + int64_t(c0 + i) * T, size_t(c1));
     }
-    Encoder enc(*device_);
-    Tensor x = rows(s_.x, 0, t);
+    Encoder& enc = enc_;
+    enc.discard();  // drop anything a failed earlier call left recorded
+    const Views w = make_views(enc, t);
+    const Tensor& x = w.x;
     ops::embedding(enc, embd_, head(s_.ids, t), x);
     for (int l = 0; l <= s.num_layers; ++l) {
       if (in.capture_aux)
         for (int a = 0; a < A; ++a)
           if (aux_layers_[a] == l) ops::copy_cols(enc, x, 0, rows(r.aux, c0, t), a * H, H);
-      if (l < s.num_layers) encode_layer(enc, l, t, n + c0, tree ? n : n + c0, mask);
+      if (l < s.num_layers) encode_layer(enc, w, l, n + c0, tree ? n : n + c0, mask);
     }
     if (in.logits == LogitsMode::All) {
       Tensor xn = rows(s_.xn, 0, t);
       ops::rms_norm(enc, x, out_norm_, xn, s.rms_eps);
       ops::matmul(enc, xn, out_w_, rows(r.logits, c0, t));
-    } else if (in.logits == LogitsMode::Last && c1 == T) {
+    } else if ((in.logits == LogitsMode::Last || in.logits == LogitsMode::Argmax) && c1 == T) {
       Tensor xn = rows(s_.xn, 0, 1);
       ops::rms_norm(enc, rows(s_.x, t - 1, 1), out_norm_, xn, s.rms_eps);
-      ops::matmul(enc, xn, out_w_, r.logits);
+      if (in.logits == LogitsMode::Last) {
+        ops::matmul(enc, xn, out_w_, r.logits);
+      } else {
+        if (!s_.last_logits.defined()) {
+          s_.last_logits = Tensor::empty(DType::F32, {1, s.vocab_size});
+          s_.last_argmax = Tensor::empty(DType::I32, {1});
+        }
+        ops::matmul(enc, xn, out_w_, s_.last_logits);
+        ops::argmax(enc, s_.last_logits, s_.last_argmax);
+      }
     }
     enc.commit();
   }
+  if (in.logits == LogitsMode::Argmax) r.argmax = s_.last_argmax.data<int32_t>()[0];
   cache_.set_pending(T);
   return r;
 }
@@ -292,83 +305,115 @@ static void split_cols(Encoder& enc, const Tensor& fused, std::initializer_list<
   }
 }
 
-void Transformer::encode_layer(Encoder& enc, int l, int t, int slot0, int prefix, const Tensor& mask) {
+Transformer::Views Transformer::make_views(Encoder& enc, int t) const {
+  const ModelSpec& s = spec_;
+  const int64_t D = s.head_dim, Hq = s.num_heads, Hkv = s.num_kv_heads;
+  Views w;
+  w.t = t;
+  w.x = rows(s_.x, 0, t), w.xn = rows(s_.xn, 0, t), w.proj = rows(s_.proj, 0, t);
+  w.qf = rows(s_.qf, 0, t), w.k = rows(s_.k, 0, t), w.v = rows(s_.v, 0, t), w.o = rows(s_.o, 0, t);
+  w.pos = head(s_.pos, t);
+  if (s_.qkv.defined()) w.qkv = rows(s_.qkv, 0, t);
+  if (s_.ff_gate.defined()) w.g = rows(s_.ff_gate, 0, t), w.u = rows(s_.ff_up, 0, t);
+  if (s_.gu.defined()) w.gu = rows(s_.gu, 0, t);
+  if (s_.router.defined()) w.router = rows(s_.router, 0, t);
+  if (s_.sh_gate.defined()) {
+    w.sh_gate = rows(s_.sh_gate, 0, t), w.sh_up = rows(s_.sh_up, 0, t), w.sh_out = rows(s_.sh_out, 0, t);
+    w.sh_g = rows(s_.sh_g, 0, t);
+  }
+  // One row: the fused outputs' columns are the q/k/v (gate/up) inputs, as views (no copy dispatch).
+  if (t == 1 && w.qkv.defined()) split_cols(enc, w.qkv, {&w.qf, &w.k, &w.v});
+  if (t == 1 && w.gu.defined()) split_cols(enc, w.gu, {&w.g, &w.u});
+  w.q = w.qf;
+  if (s.attn_output_gate) {
+    w.q = rows(s_.q, 0, t), w.gate_q = rows(s_.gate_q, 0, t);
+    w.qf_heads = reshape(w.qf, {t * Hq, 2 * D}), w.q_heads = reshape(w.q, {t * Hq, D});
+    w.gate_heads = reshape(w.gate_q, {t * Hq, D});
+  }
+  w.q3 = reshape(w.q, {t, Hq, D}), w.k3 = reshape(w.k, {t, Hkv, D}), w.v3 = reshape(w.v, {t, Hkv, D});
+  w.o3 = reshape(w.o, {t, Hq, D});
+  w.q_flat = reshape(w.q, {t * Hq, D}), w.k_flat = reshape(w.k, {t * Hkv, D});
+  if (t == 1 && w.qkv.defined() && !s.attn_output_gate) w.qk3 = reshape(w.qkv, {1, Hq + Hkv, D});
+  return w;
+}
+
+void Transformer::encode_layer(Encoder& enc, const Views& w, int l, int slot0, int prefix, const Tensor& mask) {
   const ModelSpec& s = spec_;
   const Layer& L = layers_[l];
-  const int64_t D = s.head_dim, Hq = s.num_heads, Hkv = s.num_kv_heads;
+  const int64_t D = s.head_dim;
   const float eps = s.rms_eps;
-  Tensor x = rows(s_.x, 0, t), xn = rows(s_.xn, 0, t), proj = rows(s_.proj, 0, t);
-  Tensor qf = rows(s_.qf, 0, t), k = rows(s_.k, 0, t), v = rows(s_.v, 0, t), o = rows(s_.o, 0, t);
+  const int t = w.t;
+  const Tensor &x = w.x, &xn = w.xn, &proj = w.proj;
 
   // Attention block.
   ops::rms_norm(enc, x, L.attn_norm, xn, eps);
   if (L.wqkv.defined()) {
-    Tensor qkv = rows(s_.qkv, 0, t);
-    ops::matmul(enc, xn, L.wqkv, qkv);
-    if (s.qkv_bias) ops::add(enc, qkv, L.bqkv, qkv);
-    split_cols(enc, qkv, {&qf, &k, &v});
+    ops::matmul(enc, xn, L.wqkv, w.qkv);
+    if (s.qkv_bias) ops::add(enc, w.qkv, L.bqkv, w.qkv);
+    if (t > 1) {
+      Tensor qf = w.qf, k = w.k, v = w.v;
+      split_cols(enc, w.qkv, {&qf, &k, &v});
+    }
   } else {
-    ops::matmul(enc, xn, L.wq, qf);
-    ops::matmul(enc, xn, L.wk, k);
-    ops::matmul(enc, xn, L.wv, v);
+    ops::matmul(enc, xn, L.wq, w.qf);
+    ops::matmul(enc, xn, L.wk, w.k);
+    ops::matmul(enc, xn, L.wv, w.v);
   }
   if (s.qkv_bias && !L.wqkv.defined()) {
-    ops::add(enc, qf, L.bq, qf);
-    ops::add(enc, k, L.bk, k);
-    ops::add(enc, v, L.bv, v);
+    ops::add(enc, w.qf, L.bq, w.qf);
+    ops::add(enc, w.k, L.bk, w.k);
+    ops::add(enc, w.v, L.bv, w.v);
   }
-  Tensor q = qf;
   if (s.attn_output_gate) {
     // attn_q rows are per head [q (D) | gate (D)].
-    q = rows(s_.q, 0, t);
-    Tensor qf_h = reshape(qf, {t * Hq, 2 * D});
-    ops::copy_cols(enc, qf_h, 0, reshape(q, {t * Hq, D}), 0, int(D));
-    ops::copy_cols(enc, qf_h, int(D), reshape(rows(s_.gate_q, 0, t), {t * Hq, D}), 0, int(D));
+    ops::copy_cols(enc, w.qf_heads, 0, w.q_heads, 0, int(D));
+    ops::copy_cols(enc, w.qf_heads, int(D), w.gate_heads, 0, int(D));
   }
-  Tensor q3 = reshape(q, {t, Hq, D}), k3 = reshape(k, {t, Hkv, D});
   if (s.qk_norm) {
-    ops::rms_norm(enc, reshape(q, {t * Hq, D}), L.q_norm, reshape(q, {t * Hq, D}), eps);
-    ops::rms_norm(enc, reshape(k, {t * Hkv, D}), L.k_norm, reshape(k, {t * Hkv, D}), eps);
+    ops::rms_norm(enc, w.q_flat, L.q_norm, w.q_flat, eps);
+    ops::rms_norm(enc, w.k_flat, L.k_norm, w.k_flat, eps);
   }
-  Tensor pos = head(s_.pos, t);
-  ops::rope(enc, q3, pos, inv_freq_, s.rot_dim, s.rope_style, q3);
-  ops::rope(enc, k3, pos, inv_freq_, s.rot_dim, s.rope_style, k3);
-  ops::kv_write(enc, k3, cache_.k(l), slot0);
-  ops::kv_write(enc, reshape(v, {t, Hkv, D}), cache_.v(l), slot0);
-  Tensor o3 = reshape(o, {t, Hq, D});
-  ops::attention(enc, q3, cache_.k(l), cache_.v(l), prefix, mask, 1.0f / std::sqrt(float(D)), o3);
-  if (s.attn_output_gate) ops::sigmoid_mul(enc, o, rows(s_.gate_q, 0, t), o);
-  ops::matmul(enc, o, L.wo, proj);
+  if (w.qk3.defined() && L.wqkv.defined()) {
+    // Rope rotates each (token, head) row on its own, so one call over q|k gives the same bits.
+    ops::rope(enc, w.qk3, w.pos, inv_freq_, s.rot_dim, s.rope_style, w.qk3);
+  } else {
+    ops::rope(enc, w.q3, w.pos, inv_freq_, s.rot_dim, s.rope_style, w.q3);
+    ops::rope(enc, w.k3, w.pos, inv_freq_, s.rot_dim, s.rope_style, w.k3);
+  }
+  ops::kv_write(enc, w.k3, cache_.k(l), slot0);
+  ops::kv_write(enc, w.v3, cache_.v(l), slot0);
+  ops::attention(enc, w.q3, cache_.k(l), cache_.v(l), prefix, mask, 1.0f / std::sqrt(float(D)), w.o3);
+  if (s.attn_output_gate) ops::sigmoid_mul(enc, w.o, w.gate_q, w.o);
+  ops::matmul(enc, w.o, L.wo, proj);
   ops::add(enc, x, proj, x);
 
   // Feed-forward block.
   ops::rms_norm(enc, x, L.ffn_norm, xn, eps);
   if (!L.moe) {
-    Tensor g = rows(s_.ff_gate, 0, t), u = rows(s_.ff_up, 0, t);
     if (L.wgu.defined()) {
-      Tensor gu = rows(s_.gu, 0, t);
-      ops::matmul(enc, xn, L.wgu, gu);
-      split_cols(enc, gu, {&g, &u});
+      ops::matmul(enc, xn, L.wgu, w.gu);
+      if (t > 1) {
+        Tensor g = w.g, u = w.u;
+        split_cols(enc, w.gu, {&g, &u});
+      }
     } else {
-      ops::matmul(enc, xn, L.gate, g);
-      ops::matmul(enc, xn, L.up, u);
+      ops::matmul(enc, xn, L.gate, w.g);
+      ops::matmul(enc, xn, L.up, w.u);
     }
-    ops::silu_mul(enc, g, u, g);
-    ops::matmul(enc, g, L.down, proj);
+    ops::silu_mul(enc, w.g, w.u, w.g);
+    ops::matmul(enc, w.g, L.down, proj);
   } else {
-    Tensor router = rows(s_.router, 0, t);
-    ops::matmul(enc, xn, L.router, router);
-    ops::moe_ffn(enc, xn, router, L.gate_exps, L.up_exps, L.down_exps, s.moe.top_k, s.moe.norm_topk_prob, proj);
+    ops::matmul(enc, xn, L.router, w.router);
+    ops::moe_ffn(enc, xn, w.router, L.gate_exps, L.up_exps, L.down_exps, s.moe.top_k, s.moe.norm_topk_prob, proj);
     if (L.gate_shexp.defined()) {
-      Tensor g = rows(s_.sh_gate, 0, t), u = rows(s_.sh_up, 0, t), y = rows(s_.sh_out, 0, t);
+      const Tensor &g = w.sh_gate, &u = w.sh_up, &y = w.sh_out;
       ops::matmul(enc, xn, L.gate_shexp, g);
       ops::matmul(enc, xn, L.up_shexp, u);
       ops::silu_mul(enc, g, u, g);
       ops::matmul(enc, g, L.down_shexp, y);
       if (L.gate_inp_shexp.defined()) {
-        Tensor sg = rows(s_.sh_g, 0, t);
-        ops::matmul(enc, xn, L.gate_inp_shexp, sg);
-        ops::sigmoid_scale_rows(enc, y, sg, y);
+        ops::matmul(enc, xn, L.gate_inp_shexp, w.sh_g);
+        ops::sigmoid_scale_rows(enc, y, w.sh_g, y);
       }
       ops::add(enc, proj, y, proj);
     }
@@ -379,9 +424,9 @@ void Transformer::encode_layer(Encoder& enc, int l, int t, int slot0, int prefix
 void Transformer::commit(const std::vector<int32_t>& nodes) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (int64_t(cache_.length()) + int64_t(nodes.size()) > cache_.capacity()) fail("commit", "too many nodes");
-  Encoder enc(*device_);
-  cache_.commit(enc, nodes);
-  enc.commit();
+  enc_.discard();
+  cache_.commit(enc_, nodes);
+  enc_.commit();
 }
 
 void Transformer::truncate(int n) {

@@ -15,11 +15,14 @@
 
 namespace eyas::model {
 
-enum class LogitsMode { Last, All, None };
+// Argmax: the last row's greedy token (first index of the maximum, NaN ignored, as spec::accept
+// picks it) without handing the logits back: plain greedy decoding needs nothing else.
+enum class LogitsMode { Last, All, None, Argmax };
 
 struct ForwardResult {
-  Tensor logits;  // F32[T or 1, V]; undefined for LogitsMode::None
-  Tensor aux;     // F32[T, len(aux_layers) * H] when aux capture was asked for
+  Tensor logits;       // F32[T or 1, V]; undefined for LogitsMode::None and Argmax
+  Tensor aux;          // F32[T, len(aux_layers) * H] when aux capture was asked for
+  int32_t argmax = -1;  // LogitsMode::Argmax
 };
 
 struct ForwardInput {
@@ -64,13 +67,24 @@ class Transformer {
   };
   struct Scratch {
     int rows = 0;
+    Tensor last_logits, last_argmax;  // LogitsMode::Argmax: F32[1, V], I32[1], reused every step
     Tensor ids, pos, x, xn, qkv, gu, qf, q, gate_q, k, v, o, proj, ff_gate, ff_up, router, sh_gate, sh_up, sh_out, sh_g;
   };
 
   void load(WeightMap& w, bool fuse);
   void ensure_scratch(int rows);
   void validate_input(const ForwardInput& in, std::vector<int32_t>& positions) const;
-  void encode_layer(Encoder& enc, int l, int t, int slot0, int prefix, const Tensor& mask);
+  // Views of the scratch rows for one chunk of t rows, built once per chunk and shared by every
+  // layer (building them per layer was a measurable share of a decode step's host time).
+  struct Views {
+    int t = 0;
+    Tensor x, xn, proj, qf, q, gate_q, k, v, o, qkv, gu, g, u, pos;
+    Tensor q3, k3, v3, o3, q_flat, k_flat, qf_heads, q_heads, gate_heads;  // reshaped
+    Tensor qk3;  // one row of a fused q|k|v: q and k heads side by side, rotated by one dispatch
+    Tensor router, sh_gate, sh_up, sh_out, sh_g;
+  };
+  Views make_views(Encoder& enc, int t) const;
+  void encode_layer(Encoder& enc, const Views& w, int l, int slot0, int prefix, const Tensor& mask);
 
   ModelSpec spec_;
   std::shared_ptr<Device> device_;
@@ -80,6 +94,7 @@ class Transformer {
   std::vector<Layer> layers_;
   KVCache cache_;
   Scratch s_;
+  Encoder enc_;  // reused by every forward/commit: its arrays keep their capacity between steps
   std::mutex mutex_;  // forward/commit run without the GIL; one call at a time
 };
 

@@ -46,10 +46,11 @@ void attention(Encoder& enc, const Tensor& q, const Tensor& k_cache, const Tenso
   if (n_q == 0) return;
   AttentionArgs a{int32_t(n_q),   int32_t(n_new), int32_t(n_heads), int32_t(n_kv),           int32_t(D),
                   int32_t(cap),   prefix_len,     mask.defined() ? 0 : 1, scale};
-  enc.dispatch(op, {&q, &k_cache, &v_cache, &mask}, {&o}, [a, q, k_cache, v_cache, mask, o](ThreadPool& pool) {
-    cpu::attention(a, q.data<float>(), k_cache.data<float>(), v_cache.data<float>(),
-                   mask.defined() ? mask.data<uint8_t>() : nullptr, o.data<float>(), pool);
-  });
+  enc.dispatch(op, {&q, &k_cache, &v_cache, &mask}, {&o},
+               [a, qp = q.data<float>(), kp = k_cache.data<float>(), vp = v_cache.data<float>(),
+                mp = mask.defined() ? mask.data<uint8_t>() : nullptr, op = o.data<float>()](ThreadPool& pool) {
+                 cpu::attention(a, qp, kp, vp, mp, op, pool);
+               });
 }
 
 }  // namespace eyas::ops

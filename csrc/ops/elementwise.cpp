@@ -32,17 +32,19 @@ void add(Encoder& enc, const Tensor& a, const Tensor& b, const Tensor& y) {
     args = same_shape(op, "a", a, "b", b, y);
   }
   if (a.numel() == 0) return;
-  enc.dispatch(op, {&a, &b}, {&y}, [args, a, b, y](ThreadPool& pool) {
-    cpu::add(args, a.data<float>(), b.data<float>(), y.data<float>(), pool);
-  });
+  enc.dispatch(op, {&a, &b}, {&y},
+               [args, ap = a.data<float>(), bp = b.data<float>(), yp = y.data<float>()](ThreadPool& pool) {
+                 cpu::add(args, ap, bp, yp, pool);
+               });
 }
 
 void silu_mul(Encoder& enc, const Tensor& gate, const Tensor& up, const Tensor& y) {
   ElementwiseArgs args = same_shape("silu_mul", "gate", gate, "up", up, y);
   if (gate.numel() == 0) return;
-  enc.dispatch("silu_mul", {&gate, &up}, {&y}, [args, gate, up, y](ThreadPool& pool) {
-    cpu::silu_mul(args, gate.data<float>(), up.data<float>(), y.data<float>(), pool);
-  });
+  enc.dispatch("silu_mul", {&gate, &up}, {&y},
+               [args, gp = gate.data<float>(), up_ = up.data<float>(), yp = y.data<float>()](ThreadPool& pool) {
+                 cpu::silu_mul(args, gp, up_, yp, pool);
+               });
 }
 
 void sigmoid_mul(Encoder& enc, const Tensor& x, const Tensor& g, const Tensor& y) {

@@ -34,9 +34,10 @@ void embedding(Encoder& enc, const Tensor& w, const Tensor& ids, const Tensor& y
       fail(op, "id " + std::to_string(id[t]) + " at position " + std::to_string(t) + " is outside [0, " +
                    std::to_string(V) + ")");
   EmbeddingArgs a{int32_t(T), int32_t(V), int32_t(K), int32_t(w.dtype)};
-  enc.dispatch(op, {&w, &ids}, {&y}, [a, w, ids, y](ThreadPool& pool) {
-    cpu::embedding(a, w.data<uint8_t>(), ids.data<int32_t>(), y.data<float>(), pool);
-  });
+  enc.dispatch(op, {&w, &ids}, {&y},
+               [a, wp = w.data<uint8_t>(), ip = ids.data<int32_t>(), yp = y.data<float>()](ThreadPool& pool) {
+                 cpu::embedding(a, wp, ip, yp, pool);
+               });
 }
 
 }  // namespace eyas::ops

@@ -26,8 +26,8 @@ void kv_write(Encoder& enc, const Tensor& kv_new, const Tensor& cache, int start
                  ") are outside the cache capacity " + std::to_string(cap));
   if (T == 0) return;
   KvCopyArgs a{int32_t(T), int32_t(cache.dim(0)), int32_t(cache.dim(2)), int32_t(cap), start_slot};
-  enc.dispatch(op, {&kv_new}, {&cache}, [a, kv_new, cache](ThreadPool& pool) {
-    cpu::kv_write(a, kv_new.data<float>(), cache.data<float>(), pool);
+  enc.dispatch(op, {&kv_new}, {&cache}, [a, src = kv_new.data<float>(), dst = cache.data<float>()](ThreadPool& pool) {
+    cpu::kv_write(a, src, dst, pool);
   });
 }
 

@@ -17,9 +17,12 @@ void rms_norm(Encoder& enc, const Tensor& x, const Tensor& w, const Tensor& y, f
   if (y.shape != x.shape) fail(op, "y " + y.describe() + " must match x " + x.describe());
   if (!(eps >= 0.0f) || !std::isfinite(eps)) fail(op, "eps must be a finite non-negative number");
   RmsNormArgs a{int32_t(x.rows()), int32_t(x.dim(-1)), eps};
-  enc.dispatch(op, {&x, &w}, {&y}, [a, x, w, y](ThreadPool& pool) {
-    cpu::rms_norm(a, x.data<float>(), w.data<float>(), y.data<float>(), pool);
-  });
+  // Raw pointers, not Tensor copies, in the capture: recording stays allocation-free; the
+  // encoder keeps the buffers alive.
+  enc.dispatch(op, {&x, &w}, {&y},
+               [a, xp = x.data<float>(), wp = w.data<float>(), yp = y.data<float>()](ThreadPool& pool) {
+                 cpu::rms_norm(a, xp, wp, yp, pool);
+               });
 }
 
 }  // namespace eyas::ops

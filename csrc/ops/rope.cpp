@@ -26,9 +26,9 @@ void rope(Encoder& enc, const Tensor& x, const Tensor& positions, const Tensor& 
   if (x.numel() > (int64_t(1) << 31)) fail(op, "x is too large");
   if (x.numel() == 0) return;
   RopeArgs a{int32_t(x.dim(0)), int32_t(x.dim(1)), int32_t(D), rot_dim, int32_t(style)};
-  enc.dispatch(op, {&x, &positions, &inv_freq}, {&y}, [a, x, positions, inv_freq, y](ThreadPool& pool) {
-    cpu::rope(a, x.data<float>(), positions.data<int32_t>(), inv_freq.data<float>(), y.data<float>(), pool);
-  });
+  enc.dispatch(op, {&x, &positions, &inv_freq}, {&y},
+               [a, xp = x.data<float>(), pp = positions.data<int32_t>(), fp = inv_freq.data<float>(),
+                yp = y.data<float>()](ThreadPool& pool) { cpu::rope(a, xp, pp, fp, yp, pool); });
 }
 
 }  // namespace eyas::ops
