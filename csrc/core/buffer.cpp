@@ -26,6 +26,17 @@ std::shared_ptr<Buffer> Buffer::allocate(size_t bytes) {
   return std::shared_ptr<Buffer>(new Buffer(p, bytes, true, nullptr, false));
 }
 
+std::shared_ptr<void> Buffer::derived(const DerivedKey& key) const {
+  std::lock_guard<std::mutex> lock(derived_mu_);
+  auto it = derived_.find(key);
+  return it == derived_.end() ? nullptr : it->second;
+}
+
+void Buffer::set_derived(const DerivedKey& key, std::shared_ptr<void> value) {
+  std::lock_guard<std::mutex> lock(derived_mu_);
+  derived_[key] = std::move(value);
+}
+
 std::shared_ptr<Buffer> Buffer::wrap(void* data, size_t bytes, std::shared_ptr<void> owner, bool read_only) {
   if (!data && bytes) throw std::invalid_argument("[Buffer.wrap] null pointer with non-zero size");
   return std::shared_ptr<Buffer>(new Buffer(data, bytes, false, std::move(owner), read_only));

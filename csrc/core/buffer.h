@@ -1,9 +1,12 @@
 // A Buffer is a span of bytes a kernel may read or write: owned (aligned allocation) or a
 // zero-copy view of external memory (numpy array, memory-mapped file) kept alive by `owner`.
 #pragma once
+#include <array>
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <mutex>
 
 namespace eyas {
 
@@ -21,6 +24,13 @@ class Buffer {
   bool read_only() const { return read_only_; }
   uint64_t id() const { return id_; }  // unique per process, for hazard tracking and messages
 
+  // Data derived from this buffer's bytes (e.g. a weight repacked for a kernel), kept with the
+  // buffer and freed with it, so it can never outlive or be mistaken for another buffer's.
+  // Keyed by the caller (e.g. view offset, type, shape); thread-safe.
+  using DerivedKey = std::array<int64_t, 4>;
+  std::shared_ptr<void> derived(const DerivedKey& key) const;
+  void set_derived(const DerivedKey& key, std::shared_ptr<void> value);
+
  private:
   Buffer(void* data, size_t size, bool owned, std::shared_ptr<void> owner, bool read_only);
   void* data_;
@@ -29,6 +39,8 @@ class Buffer {
   bool read_only_;
   std::shared_ptr<void> owner_;
   uint64_t id_;
+  mutable std::mutex derived_mu_;
+  std::map<DerivedKey, std::shared_ptr<void>> derived_;
 };
 
 using BufferPtr = std::shared_ptr<Buffer>;

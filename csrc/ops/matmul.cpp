@@ -1,67 +1,60 @@
 #include "ops/matmul.h"
 
 #include <algorithm>
+#include <atomic>
 #include <climits>
 #include <cstdlib>
 #include <cstring>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <new>
-#include <tuple>
 
 #include "cpu/matmul.h"
 
 namespace eyas::ops {
 
 // Repacked weights (cpu::matmul_pack_weight: Q4_0/Q4_1 in the AMX kernels' tile order), built at a
-// weight's first call on an ISA that reads them and kept while the weight's buffer lives. Keyed by
-// Buffer::id() (never reused within a process) and the view; entries of dead buffers are dropped
-// at the next insertion. Weights are not written after their first matmul (loaders fill them
-// before); as a guard against a buffer refilled in place, a hit also compares the first and last
-// 64 bytes of the view with the ones packed, and repacks on a difference.
+// weight's first call on an ISA that reads them and stored in the weight's Buffer (derived data),
+// so a pack lives exactly as long as its weight. Weights are not written after their first matmul
+// (loaders fill them before); as a guard against a buffer refilled in place, a hit also compares
+// the first and last 64 bytes of the view with the ones packed, and repacks on a difference.
 namespace {
 
+std::atomic<int64_t> live_packs{0};
+
 struct Pack {
-  std::weak_ptr<Buffer> buffer;
-  std::shared_ptr<uint8_t> bytes;
+  std::unique_ptr<uint8_t, decltype(&std::free)> bytes{nullptr, std::free};
   uint8_t head[64], tail[64];
   size_t edge;  // bytes compared at each end
+  Pack() { ++live_packs; }
+  ~Pack() { --live_packs; }
 };
-
-using PackKey = std::tuple<uint64_t, size_t, int32_t, int32_t, int32_t>;  // buffer id, offset, type, N, K
-
-std::mutex pack_mu;
-std::map<PackKey, Pack> packs;
 
 bool same_edges(const Pack& p, const uint8_t* w, size_t nbytes) {
   return std::memcmp(p.head, w, p.edge) == 0 && std::memcmp(p.tail, w + nbytes - p.edge, p.edge) == 0;
 }
 
-std::shared_ptr<uint8_t> weight_pack(const MatmulArgs& a, const Tensor& w, ThreadPool& pool) {
+// The pack for weight view `w`, built on a miss. The shared_ptr keeps it alive for this call even if
+// another thread replaces it meanwhile.
+std::shared_ptr<const Pack> weight_pack(const MatmulArgs& a, const Tensor& w, ThreadPool& pool) {
   const uint8_t* wd = w.data<uint8_t>();
   const size_t nbytes = w.nbytes();
-  const PackKey key{w.buffer->id(), w.offset, a.wtype, a.n, a.k};
-  {
-    std::lock_guard<std::mutex> lock(pack_mu);
-    auto it = packs.find(key);
-    if (it != packs.end() && same_edges(it->second, wd, nbytes)) return it->second.bytes;
-  }
-  Pack p;  // built outside the lock: other threads' matmuls go on meanwhile
-  p.buffer = w.buffer;
-  p.bytes.reset(static_cast<uint8_t*>(std::aligned_alloc(64, (cpu::matmul_pack_bytes(a) + 63) / 64 * 64)), std::free);
-  if (!p.bytes) throw std::bad_alloc();
-  cpu::matmul_pack_weight(a, wd, p.bytes.get(), pool);
-  p.edge = std::min<size_t>(64, nbytes);
-  std::memcpy(p.head, wd, p.edge);
-  std::memcpy(p.tail, wd + nbytes - p.edge, p.edge);
-  std::lock_guard<std::mutex> lock(pack_mu);
-  for (auto it = packs.begin(); it != packs.end();) it = it->second.buffer.expired() ? packs.erase(it) : std::next(it);
-  packs[key] = p;
-  return p.bytes;
+  const Buffer::DerivedKey key{int64_t(w.offset), a.wtype, a.n, a.k};
+  if (auto hit = std::static_pointer_cast<const Pack>(w.buffer->derived(key)); hit && same_edges(*hit, wd, nbytes))
+    return hit;
+  auto p = std::make_shared<Pack>();  // built without a lock: other threads' matmuls go on meanwhile
+  p->bytes.reset(static_cast<uint8_t*>(std::aligned_alloc(64, (cpu::matmul_pack_bytes(a) + 63) / 64 * 64)));
+  if (!p->bytes) throw std::bad_alloc();
+  cpu::matmul_pack_weight(a, wd, p->bytes.get(), pool);
+  p->edge = std::min<size_t>(64, nbytes);
+  std::memcpy(p->head, wd, p->edge);
+  std::memcpy(p->tail, wd + nbytes - p->edge, p->edge);
+  w.buffer->set_derived(key, p);
+  return p;
 }
 
 }  // namespace
+
+int64_t live_weight_packs() { return live_packs.load(); }
 
 bool matmul_supports(DType t) {
   switch (t) {
@@ -105,8 +98,8 @@ void matmul(Encoder& enc, const Tensor& x, const Tensor& w, const Tensor& y) {
   MatmulArgs a{int32_t(T), int32_t(N), int32_t(K), int32_t(w.dtype)};
   enc.dispatch(op, {&x, &w}, {&y}, [a, x, w, y](ThreadPool& pool) {
     // Looked up when the dispatch runs, so the pack sees the weight bytes as they are then.
-    const std::shared_ptr<uint8_t> pack = cpu::matmul_wants_pack(a) ? weight_pack(a, w, pool) : nullptr;
-    cpu::matmul(a, x.data<float>(), w.data<uint8_t>(), y.data<float>(), pool, pack.get());
+    const std::shared_ptr<const Pack> pack = cpu::matmul_wants_pack(a) ? weight_pack(a, w, pool) : nullptr;
+    cpu::matmul(a, x.data<float>(), w.data<uint8_t>(), y.data<float>(), pool, pack ? pack->bytes.get() : nullptr);
   });
 }
 

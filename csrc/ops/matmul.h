@@ -6,11 +6,14 @@ namespace eyas::ops {
 // y = x . w^T.  x: F32[T,K] (T >= 1); w: [N,K] of F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1,
 // Q4_K, Q5_K or Q6_K in GGUF block layout (read-only view is fine); y: F32[T,N], not aliasing x/w.
 // On AVX-512/AMX CPUs a Q4_0/Q4_1 weight is repacked once (as many bytes again as the weight) and
-// the repack is kept while the weight's buffer lives; weights are not to be rewritten in place
+// the repack is stored in the weight's Buffer and freed with it; weights are not to be rewritten in place
 // after their first matmul (see weight_pack in matmul.cpp for the guard that exists).
 void matmul(Encoder& enc, const Tensor& x, const Tensor& w, const Tensor& y);
 
 // True for the weight types matmul and embedding accept.
 bool matmul_supports(DType t);
+
+// Repacked weights alive in this process (a test hook: packs must die with their buffers).
+int64_t live_weight_packs();
 
 }  // namespace eyas::ops
