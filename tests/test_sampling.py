@@ -65,3 +65,34 @@ def test_bad_logits():
         Sampler(SamplingParams(temperature=1.0)).sample(np.array([1.0, np.nan]))
     with pytest.raises(ValueError, match=r"\[sampling\]"):
         Sampler().sample(np.array([]))
+
+
+def _full_sort_distribution(x, temperature, top_k, top_p):
+    """The definition, by a full sort of the vocabulary (what distribution() must equal)."""
+    order = np.lexsort((np.arange(x.size), -x))
+    if top_k:
+        order = order[:top_k]
+    z = x[order] / temperature
+    probs = np.exp(z - z[0])
+    probs /= probs.sum()
+    if top_p < 1.0:
+        keep = int(np.searchsorted(np.cumsum(probs), top_p)) + 1
+        order, probs = order[:keep], probs[:keep] / probs[:keep].sum()
+    return order, probs
+
+
+@pytest.mark.parametrize("top_k,top_p", [(0, 0.9), (0, 0.5), (0, 0.999), (40, 1.0), (40, 0.8), (0, 1.0)])
+def test_distribution_equals_the_full_sort_definition(top_k, top_p):
+    rng = np.random.default_rng(top_k + int(top_p * 1000))
+    for i in range(6):
+        x = rng.standard_normal(5000) * (1 + 3 * i)  # flat to peaked
+        x[rng.integers(0, 5000, 200)] = x.max()  # many ties at the top
+        want_ids, want_p = _full_sort_distribution(x, 0.7, top_k, top_p)
+        ids, p = Sampler(SamplingParams(temperature=0.7, top_k=top_k, top_p=top_p)).distribution(x)
+        assert np.array_equal(ids, want_ids)
+        np.testing.assert_allclose(p, want_p, rtol=1e-9, atol=1e-15)
+
+
+def test_all_minus_inf_logits_are_an_error():
+    with pytest.raises(ValueError, match=r"^\[sampling\]"):
+        Sampler(SamplingParams(temperature=1.0, seed=0)).sample(np.full(8, -np.inf))

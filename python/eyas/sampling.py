@@ -44,22 +44,43 @@ class Sampler:
     def distribution(self, logits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(token ids, probabilities) the sampler draws from, ids ordered by falling logit (ties: lower id first).
 
-        Speculative sampling uses the same filtered distribution so it stays lossless.
+        Speculative sampling uses the same filtered distribution so it stays lossless. Only the
+        tokens that can be kept are sorted (a full-vocabulary sort cost ~6 ms per token).
         """
-        x = np.asarray(logits, dtype=np.float64).reshape(-1)
-        if x.size == 0 or not np.all(np.isfinite(x) | (x == -np.inf)):
-            fail("logits must be a non-empty row of finite values (or -inf)")
+        x = self._checked(logits)
         p = self.params
-        order = np.lexsort((np.arange(x.size), -x))  # stable: falling logit, then rising id
+        t = max(p.temperature, 1e-30)
         if p.top_k:
-            order = order[: p.top_k]
-        z = x[order] / max(p.temperature, 1e-30)
-        probs = np.exp(z - z[0])
-        probs /= probs.sum()
+            order = _top(x, p.top_k)
+            z = x[order] / t
+            probs = np.exp(z - z[0])
+            probs /= probs.sum()
+        elif p.top_p < 1.0:
+            zmax = x.max() / t
+            total = np.exp(x / t - zmax).sum()
+            m = 64
+            while True:  # grow the candidate set until it holds the nucleus
+                order = _top(x, m)
+                probs = np.exp(x[order] / t - zmax) / total
+                if probs.sum() >= p.top_p or len(order) == x.size:
+                    break
+                m *= 8
+        else:
+            order = _top(x, x.size)
+            z = x[order] / t
+            probs = np.exp(z - z[0])
+            probs /= probs.sum()
         if p.top_p < 1.0:
             keep = int(np.searchsorted(np.cumsum(probs), p.top_p)) + 1  # smallest prefix with mass >= top_p
             order, probs = order[:keep], probs[:keep] / probs[:keep].sum()
         return order, probs
+
+    @staticmethod
+    def _checked(logits) -> np.ndarray:
+        x = np.asarray(logits, dtype=np.float64).reshape(-1)
+        if x.size == 0 or not np.all(np.isfinite(x) | (x == -np.inf)) or x.max() == -np.inf:
+            fail("logits must be a non-empty row of finite values (or -inf, not all)")
+        return x
 
     def sample(self, logits: np.ndarray) -> int:
         if self.params.greedy:
@@ -67,7 +88,22 @@ class Sampler:
             if row.size == 0:
                 fail("logits row is empty")
             return int(np.argmax(row))
+        p = self.params
+        if not p.top_k and p.top_p >= 1.0:  # the whole vocabulary: no order needed, draw in id order
+            x = self._checked(logits) / max(p.temperature, 1e-30)
+            cdf = np.cumsum(np.exp(x - x.max()))
+            u = self.rng.random()
+            return int(min(np.searchsorted(cdf, u * cdf[-1], side="right"), x.size - 1))
         ids, probs = self.distribution(logits)
         u = self.rng.random()
         i = int(np.searchsorted(np.cumsum(probs), u, side="right"))
         return int(ids[min(i, len(ids) - 1)])
+
+
+def _top(x: np.ndarray, m: int) -> np.ndarray:
+    """Ids of the m largest values of x by falling value, ties by rising id (a full stable sort's prefix)."""
+    if m >= x.size:
+        return np.argsort(-x, kind="stable")
+    v = np.partition(x, x.size - m)[x.size - m]  # the m-th largest
+    cand = np.flatnonzero(x >= v)  # every tie of v included, so the sort below matches the full sort
+    return cand[np.argsort(-x[cand], kind="stable")][:m]
