@@ -31,7 +31,9 @@ def register(subparsers) -> None:
     p.add_argument("--max-tokens", type=int, default=128)
     p.add_argument("--repeats", type=int, default=1)
     p.add_argument("--limit", type=int, default=None, help="use only the first N prompts")
-    p.add_argument("--temperature", type=float, default=0.0)
+    p.add_argument("--temperature", type=float, default=0.0, help="0 = greedy")
+    p.add_argument("--top-p", type=float, default=1.0)
+    p.add_argument("--top-k", type=int, default=0, help="0 = no limit")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=None)
     p.add_argument("--max-context", type=int, default=DEFAULT_MAX_CONTEXT)
@@ -69,7 +71,7 @@ def _generate(model, ids, steps, max_tokens, extra=None):
 
 
 def bench(model, prompts: list[dict], *, policy=None, max_tokens=128, repeats=1, temperature=0.0, seed=0,
-          log=None) -> dict:
+          top_p=1.0, top_k=0, log=None) -> dict:
     """Paired plain/speculative runs; returns the per-prompt rows and the totals."""
     from eyas.generation import plain_steps
     from eyas.sampling import Sampler, SamplingParams
@@ -77,7 +79,7 @@ def bench(model, prompts: list[dict], *, policy=None, max_tokens=128, repeats=1,
 
     if model.drafter is None:
         fail("no drafter: pass --drafter PATH (no bundled drafter fits this model)")
-    params = SamplingParams(temperature=temperature, seed=seed)
+    params = SamplingParams(temperature=temperature, top_p=top_p, top_k=top_k, seed=seed)
 
     def plain(ids):
         return _generate(model, ids, plain_steps(model.transformer, ids, Sampler(params)), max_tokens)
@@ -130,6 +132,8 @@ def bench(model, prompts: list[dict], *, policy=None, max_tokens=128, repeats=1,
         "max_tokens": max_tokens,
         "repeats": repeats,
         "temperature": temperature,
+        "top_p": top_p,
+        "top_k": top_k,
         "threads": model.transformer.num_threads,
     }
 
@@ -162,7 +166,7 @@ def run(args: argparse.Namespace) -> int:
     model = eyas.load(args.model, drafter=args.drafter, threads=args.threads, max_context=args.max_context)
     log = None if args.json else (lambda r: print(f"prompt {r['prompt']}: {r['speedup']:.2f}x", file=sys.stderr))
     result = bench(model, prompts, policy=policy, max_tokens=args.max_tokens, repeats=args.repeats,
-                   temperature=args.temperature, seed=args.seed, log=log)
+                   temperature=args.temperature, seed=args.seed, top_p=args.top_p, top_k=args.top_k, log=log)
     if args.json:
         result["prompts_file"] = str(args.prompts)
         result["drafter"] = str(args.drafter)
