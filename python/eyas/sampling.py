@@ -50,26 +50,21 @@ class Sampler:
         x = self._checked(logits)
         p = self.params
         t = max(p.temperature, 1e-30)
-        if p.top_k:
-            order = _top(x, p.top_k)
+        if p.top_k or p.top_p >= 1.0:  # normalised over the top_k (or all) tokens
+            order = _top(x, p.top_k or x.size)
             z = x[order] / t
             probs = np.exp(z - z[0])
             probs /= probs.sum()
-        elif p.top_p < 1.0:
+        else:  # normalised over the whole vocabulary; only the candidates holding the nucleus are sorted
             zmax = x.max() / t
             total = np.exp(x / t - zmax).sum()
             m = 64
-            while True:  # grow the candidate set until it holds the nucleus
+            while True:
                 order = _top(x, m)
                 probs = np.exp(x[order] / t - zmax) / total
                 if probs.sum() >= p.top_p or len(order) == x.size:
                     break
                 m *= 8
-        else:
-            order = _top(x, x.size)
-            z = x[order] / t
-            probs = np.exp(z - z[0])
-            probs /= probs.sum()
         if p.top_p < 1.0:
             keep = int(np.searchsorted(np.cumsum(probs), p.top_p)) + 1  # smallest prefix with mass >= top_p
             order, probs = order[:keep], probs[:keep] / probs[:keep].sum()

@@ -216,9 +216,7 @@ void cols_amx(const Job& j, int64_t n0, int64_t n1) {
       cfg.rows[4 + c] = 8, cfg.colsb[4 + c] = width;   // B: 8 quads of k x up to 16 activation rows x 4 bytes
     }
     _tile_loadconfig(&cfg);
-    thread_local std::vector<uint8_t> abuf;
-    abuf.resize(size_t(j.k / 32) * (512 + 128) + 64);  // A tiles, then dw and mw
-    uint8_t* a = reinterpret_cast<uint8_t*>((uintptr_t(abuf.data()) + 63) & ~uintptr_t(63));
+    uint8_t* a = thread_scratch<kScratchKernel>(size_t(j.k / 32) * (512 + 128));  // A tiles, then dw and mw
     for (int64_t n = n0; n < full; n += 16) tile_cols<K>(j, *p, n, n + 16 < full, a);
     _tile_release();
   }
@@ -348,9 +346,7 @@ void cols_amx_q4p(const Job& j, int64_t n0, int64_t n1) {
   const int64_t full = j.wpack ? n0 + (n1 - n0) / 16 * 16 : n0;
   if (full > n0) {
     const int64_t nb = j.k / 32, rb = j.t * nb;
-    thread_local std::vector<uint8_t> buf;
-    buf.resize(3 * size_t(nb) * 640 + size_t(rb) * 12 + 128);
-    uint8_t* base = reinterpret_cast<uint8_t*>((uintptr_t(buf.data()) + 63) & ~uintptr_t(63));
+    uint8_t* base = thread_scratch<kScratchKernel>(3 * size_t(nb) * 640 + size_t(rb) * 12 + 128);
     const Q4Rows xr = q4_rows(j, base + 3 * size_t(nb) * 640);
     const int64_t tile_rows = j.t >= kQ4TileRows ? j.t / 16 * 16 : 0;
     if (tile_rows > 0) {

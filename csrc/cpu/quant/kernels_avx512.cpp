@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cpu/quant/q4pack.h"
+#include "cpu/quant/scratch.h"
 
 #pragma GCC push_options
 // GCC 12 flags the intrinsics' own `__Y = __Y` placeholders under a target pragma.

@@ -87,9 +87,7 @@ template <WKind K>
 void cols_q4_packed(const Job& j, int64_t n0, int64_t n1) {
   const int64_t full = j.wpack ? n0 + (n1 - n0) / 16 * 16 : n0;
   if (full > n0) {
-    thread_local std::vector<uint8_t> buf;
-    buf.resize(size_t(j.t * (j.k / 32)) * 12 + 64);
-    uint8_t* base = reinterpret_cast<uint8_t*>((uintptr_t(buf.data()) + 63) & ~uintptr_t(63));
+    uint8_t* base = thread_scratch<kScratchKernel>(size_t(j.t * (j.k / 32)) * 12);
     q4v_cols<K>(j, q4_rows(j, base), n0, full, 0);
   }
   if (full < n1) cols_q4x4<K>(j, full, n1);

@@ -25,6 +25,7 @@ inline uint8_t* thread_scratch(size_t bytes) {
   return buf.get();
 }
 
-enum : int { kScratchActivations = 0, kScratchAmxPrep = 1, kScratchWeightPack = 2 };
+// kScratchKernel: a column kernel's own working memory, used only inside one cols() call.
+enum : int { kScratchActivations = 0, kScratchAmxPrep = 1, kScratchWeightPack = 2, kScratchKernel = 3 };
 
 }  // namespace eyas::cpu::quant
