@@ -56,7 +56,8 @@ void matmul(const MatmulArgs& a, const float* x, const uint8_t* w, float* y, Thr
             const uint8_t* wpack) {
   const WKind kind = kind_of(a.wtype);
   const Table& tb = current_table();
-  if (!wpack && a.rows >= 2 && matmul_wants_pack(a)) {  // no kept pack: build one for this call
+  const bool reads_pack = matmul_wants_pack(a);
+  if (!wpack && a.rows >= 2 && reads_pack) {  // no kept pack: build one for this call
     uint8_t* p = thread_scratch<kScratchWeightPack>(matmul_pack_bytes(a));
     matmul_pack_weight(a, w, p, pool);
     wpack = p;
@@ -71,7 +72,7 @@ void matmul(const MatmulArgs& a, const float* x, const uint8_t* w, float* y, Thr
   job.n = N;
   job.k = K;
   job.y = y;
-  job.wpack = matmul_wants_pack(a) ? wpack : nullptr;
+  job.wpack = reads_pack ? wpack : nullptr;
   job.act.x = x;
   job.act.k = K;
   if (be > 1) {
