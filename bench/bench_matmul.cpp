@@ -5,7 +5,8 @@
 // EYAS_BENCH_TYPES=Q4_1,Q8_0, EYAS_BENCH_SHAPES=1536x576, EYAS_BENCH_THREADS=1 and
 // EYAS_BENCH_ROWS=1,32 limit the table (ratios need T=1 listed); EYAS_ISA forces a path;
 // EYAS_BENCH_NO_PACK=1 times Q4 calls that repack their weight per call (as a caller without a
-// kept pack would).
+// kept pack would). EYAS_BENCH_COLD=1 cycles through copies of each weight (256 MiB in all) so
+// every call streams it from DRAM, as a decode step does; otherwise small weights stay in cache.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -106,6 +107,8 @@ int main() {
       std::snprintf(shape, sizeof shape, "%lldx%lld", (long long)n, (long long)k);
       if (!listed("EYAS_BENCH_SHAPES", shape)) continue;
       std::vector<uint8_t> w = random_weights(t, n, k, rng);
+      const size_t copies = std::getenv("EYAS_BENCH_COLD") ? std::max<size_t>(1, (size_t(256) << 20) / w.size()) : 1;
+      std::vector<std::vector<uint8_t>> ws(copies, w);
       std::vector<float> x(size_t(128 * k)), y(size_t(128 * n));
       std::normal_distribution<float> nd(0.0f, 1.0f);
       for (auto& v : x) v = nd(rng);
@@ -118,19 +121,22 @@ int main() {
           MatmulArgs a{T, int32_t(n), int32_t(k), int32_t(t)};
           std::vector<double> times;
           // The repacked weight the op layer keeps per weight (built once, outside the timing).
-          std::vector<uint8_t> pack_store;
-          const uint8_t* pack = nullptr;
+          std::vector<std::vector<uint8_t>> pack_store(copies);
+          std::vector<const uint8_t*> packs(copies, nullptr);
           if (cpu::matmul_wants_pack(a) && !std::getenv("EYAS_BENCH_NO_PACK")) {
-            pack_store.resize(cpu::matmul_pack_bytes(a) + 64);
-            uint8_t* p = reinterpret_cast<uint8_t*>((uintptr_t(pack_store.data()) + 63) & ~uintptr_t(63));
-            cpu::matmul_pack_weight(a, w.data(), p, pool);
-            pack = p;
+            for (size_t c = 0; c < copies; ++c) {
+              pack_store[c].resize(cpu::matmul_pack_bytes(a) + 64);
+              uint8_t* p = reinterpret_cast<uint8_t*>((uintptr_t(pack_store[c].data()) + 63) & ~uintptr_t(63));
+              cpu::matmul_pack_weight(a, ws[c].data(), p, pool);
+              packs[c] = p;
+            }
           }
-          cpu::matmul(a, x.data(), w.data(), y.data(), pool, pack);  // warm-up
+          cpu::matmul(a, x.data(), ws[0].data(), y.data(), pool, packs[0]);  // warm-up
           double spent = 0;
-          while ((spent < 0.12 * scale && times.size() < size_t(200 * scale)) || times.size() < 3) {
+          for (size_t call = 1; (spent < 0.12 * scale && times.size() < size_t(200 * scale)) || times.size() < 3; ++call) {
+            const size_t c = call % copies;
             double t0 = now();
-            cpu::matmul(a, x.data(), w.data(), y.data(), pool, pack);
+            cpu::matmul(a, x.data(), ws[c].data(), y.data(), pool, packs[c]);
             times.push_back(now() - t0);
             spent += times.back();
           }

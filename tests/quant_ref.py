@@ -93,3 +93,13 @@ def q4_pack(raw: np.ndarray, wtype: str, n: int, k: int) -> np.ndarray:
     m = g[..., 2:4] if wtype == "Q4_1" else np.zeros_like(d)
     out = np.concatenate([qs.reshape(*g.shape[:2], 256), d.reshape(*g.shape[:2], 32), m.reshape(*g.shape[:2], 32)], -1)
     return out.reshape(-1)
+
+
+def q8_pack(raw: np.ndarray, n: int, k: int) -> np.ndarray:
+    """The VNNI repack of Q8_0 weights (cpu/quant/q4pack.h): per 16 rows and 32-block, [8][16][4]
+    bytes (dword r of each row's quants, each + 128 as uint8), then 16 f16 d."""
+    blocks = np.ascontiguousarray(raw).reshape(n, k // 32, 34)[: n // 16 * 16]
+    g = blocks.reshape(n // 16, 16, k // 32, 34).transpose(0, 2, 1, 3)  # [group, block, row, bytes]
+    qs = (g[..., 2:] ^ 0x80).reshape(*g.shape[:3], 8, 4).transpose(0, 1, 3, 2, 4)  # [group, block, r, row, 4]
+    d = g[..., 0:2]
+    return np.concatenate([qs.reshape(*g.shape[:2], 512), d.reshape(*g.shape[:2], 32)], -1).reshape(-1)

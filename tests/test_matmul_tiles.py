@@ -20,8 +20,8 @@ def _restore():
 
 @pytest.mark.parametrize("wtype", ["Q4_0", "Q4_1", "Q8_0"])
 # Whole 48-column tile passes, 32- and 16-column passes (per thread), and columns past N // 16 * 16
-# on the GGUF VNNI path.
-@pytest.mark.parametrize("n", [200, 48, 64])
+# on the GGUF VNNI path; 1000: several groups per weight stream at small T, with a remainder.
+@pytest.mark.parametrize("n", [200, 48, 64, 1000])
 def test_tile_paths_match_scalar(wtype, n):
     rng = np.random.default_rng(n)
     k = 576
@@ -53,10 +53,18 @@ def test_q4_pack_layout(wtype, n):
     assert np.array_equal(got, qr.q4_pack(w, wtype, n, k))
 
 
+@pytest.mark.parametrize("n", [16, 40])
+def test_q8_pack_layout(n):
+    rng = np.random.default_rng(8)
+    k = 96
+    w = qr.random_weights(rng, "Q8_0", n, k)
+    assert np.array_equal(_core.ops._q4_pack(w, "Q8_0", (n, k)), qr.q8_pack(w, n, k))
+
+
 def test_q4_pack_rejects_other_types():
-    w = qr.random_weights(np.random.default_rng(0), "Q8_0", 16, 32)
+    w = qr.random_weights(np.random.default_rng(0), "Q5_0", 16, 32)
     with pytest.raises(ValueError, match="q4_pack"):
-        _core.ops._q4_pack(w, "Q8_0", (16, 32))
+        _core.ops._q4_pack(w, "Q5_0", (16, 32))
 
 
 @pytest.mark.parametrize("wtype", ["Q4_0", "Q4_1"])

@@ -36,11 +36,14 @@ static WKind kind_of(int32_t wtype) {
 static size_t align64(size_t n) { return (n + 63) / 64 * 64; }
 
 bool matmul_wants_pack(const MatmulArgs& a) {
-  const int64_t min_rows = current_table().q4pack_min_rows;
-  return min_rows > 0 && a.rows >= min_rows && a.n >= 16 && q4_packable(kind_of(a.wtype));
+  const Table& tb = current_table();
+  const WKind kind = kind_of(a.wtype);
+  if (a.n < 16) return false;
+  if (kind == kQ8_0) return a.rows <= tb.q8pack_max_rows;
+  return tb.q4pack_min_rows > 0 && a.rows >= tb.q4pack_min_rows && q4_packable(kind);
 }
 
-size_t matmul_pack_bytes(const MatmulArgs& a) { return q4_pack_bytes(a.n, a.k); }
+size_t matmul_pack_bytes(const MatmulArgs& a) { return pack_bytes(kind_of(a.wtype), a.n, a.k); }
 
 void matmul_pack_weight(const MatmulArgs& a, const uint8_t* w, uint8_t* out, ThreadPool& pool) {
   const WKind kind = kind_of(a.wtype);
@@ -48,7 +51,11 @@ void matmul_pack_weight(const MatmulArgs& a, const uint8_t* w, uint8_t* out, Thr
   pool.run([&](int tid, int nth) {
     int64_t g0, g1;
     ThreadPool::split(a.n / 16, tid, nth, 1, &g0, &g1);
-    if (g0 < g1) q4_pack(kind, w, wrow, a.k, g0, g1, out);
+    if (g0 >= g1) return;
+    if (kind == kQ8_0)
+      q8_pack(w, wrow, a.k, g0, g1, out);
+    else
+      q4_pack(kind, w, wrow, a.k, g0, g1, out);
   });
 }
 
@@ -57,7 +64,7 @@ void matmul(const MatmulArgs& a, const float* x, const uint8_t* w, float* y, Thr
   const WKind kind = kind_of(a.wtype);
   const Table& tb = current_table();
   const bool reads_pack = matmul_wants_pack(a);
-  if (!wpack && a.rows >= 2 && reads_pack) {  // no kept pack: build one for this call
+  if (!wpack && a.rows >= 2 && reads_pack && q4_packable(kind)) {  // no kept pack: build one for this call
     uint8_t* p = thread_scratch<kScratchWeightPack>(matmul_pack_bytes(a));
     matmul_pack_weight(a, w, p, pool);
     wpack = p;

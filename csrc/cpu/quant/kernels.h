@@ -30,7 +30,7 @@ struct Job {
   ActRows act;
   float* y;                     // F32[T,N]
   const void* extra = nullptr;  // per-call data a table's `prepare` built (AMX tile layouts)
-  const uint8_t* wpack = nullptr;  // q4pack.h layout of w (Q4_0/Q4_1, T >= table.q4pack_min_rows)
+  const uint8_t* wpack = nullptr;  // q4pack.h layout of w (when matmul_wants_pack, see Table)
 };
 
 // Computes y[:, n0:n1] for every row t.
@@ -48,6 +48,8 @@ struct Table {
   PrepareFn prepare = nullptr;
   // Q4_0/Q4_1 calls with at least this many rows read job.wpack (0: the table never does).
   int64_t q4pack_min_rows = 0;
+  // Q8_0 calls with at most this many rows read job.wpack (0: the table never does).
+  int64_t q8pack_max_rows = 0;
 };
 
 const Table& table_scalar();

@@ -376,7 +376,8 @@ const Table* table_amx() {
     using namespace amx_impl;
     Table t = *table_avx512();
     t.isa = Isa::Amx;
-    t.cols[kQ8_0] = &cols_amx<kQ8_0, &cols_q8_0>;
+    t.cols[kQ8_0] = &cols_amx<kQ8_0, &cols_q8_packed>;
+    t.q8pack_max_rows = 1;  // from T = 2 the tiles read the GGUF rows as fast
     t.cols[kQ4_0] = &cols_amx_q4p<kQ4_0>;
     t.cols[kQ4_1] = &cols_amx_q4p<kQ4_1>;
     t.q4pack_min_rows = 1;

@@ -20,4 +20,18 @@ void q4_pack(WKind kind, const uint8_t* w, size_t wrow, int64_t k, int64_t g0, i
     }
 }
 
+void q8_pack(const uint8_t* w, size_t wrow, int64_t k, int64_t g0, int64_t g1, uint8_t* out) {
+  const int64_t nb = k / 32;
+  for (int64_t g = g0; g < g1; ++g)
+    for (int64_t b = 0; b < nb; ++b) {
+      uint8_t* o = out + size_t(g * nb + b) * kQ8PackBlockBytes;
+      for (int c = 0; c < 16; ++c) {
+        const uint8_t* blk = w + size_t(16 * g + c) * wrow + size_t(b) * kQ8_0Bytes;
+        for (int r = 0; r < 8; ++r)
+          for (int e = 0; e < 4; ++e) o[64 * r + 4 * c + e] = uint8_t(blk[2 + 4 * r + e] ^ 0x80);  // int8 + 128
+        std::memcpy(o + 512 + 2 * c, blk, 2);
+      }
+    }
+}
+
 }  // namespace eyas::cpu::quant

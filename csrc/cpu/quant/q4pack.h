@@ -11,6 +11,12 @@
 //   [288, 320)  m of the 16 rows (f16[16]; zero for Q4_0)
 // Groups follow each other, blocks in order within a group; rows past N / 16 * 16 are not packed
 // (the kernels give them to the VNNI path).
+//
+// Q8_0 (read by the VNNI path at small T: the lm_head of a decode step), kQ8PackBlockBytes per 16
+// rows and 32-block, unpadded (the stream is the cost; the kernel loads unaligned):
+//   [0, 512)    for r = 0..7, row c = 0..15: qs bytes 4r..4r+3 of row c, each + 128 (as u8), so
+//               vpdpbusd takes them as its unsigned operand; the kernel subtracts 128 * sum(x_q)
+//   [512, 544)  d of the 16 rows (f16[16])
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -20,14 +26,22 @@
 namespace eyas::cpu::quant {
 
 constexpr int kQ4PackBlockBytes = 320;
+constexpr int kQ8PackBlockBytes = 544;
 
 inline bool q4_packable(WKind k) { return k == kQ4_0 || k == kQ4_1; }
 
-// Bytes of the packed form of an [n, k] weight.
-inline size_t q4_pack_bytes(int64_t n, int64_t k) { return size_t(n / 16) * size_t(k / 32) * kQ4PackBlockBytes; }
+inline int pack_block_bytes(WKind k) { return k == kQ8_0 ? kQ8PackBlockBytes : kQ4PackBlockBytes; }
+
+// Bytes of the packed form of an [n, k] weight of type `kind` (Q4_0, Q4_1 or Q8_0).
+inline size_t pack_bytes(WKind kind, int64_t n, int64_t k) {
+  return size_t(n / 16) * size_t(k / 32) * size_t(pack_block_bytes(kind));
+}
 
 // Packs 16-row groups [g0, g1) of w ([n] rows of wrow bytes, GGUF Q4_0/Q4_1) into out (the whole
 // packed buffer, group g at g * (k / 32) * kQ4PackBlockBytes).
 void q4_pack(WKind kind, const uint8_t* w, size_t wrow, int64_t k, int64_t g0, int64_t g1, uint8_t* out);
+
+// The same for GGUF Q8_0 (layout above).
+void q8_pack(const uint8_t* w, size_t wrow, int64_t k, int64_t g0, int64_t g1, uint8_t* out);
 
 }  // namespace eyas::cpu::quant

@@ -11,49 +11,68 @@ struct Q4Rows {
   const int32_t* off;
 };
 
-// RT rows x 16 columns. Packed row r of a block holds, per column, the 4 weights that meet
-// activation bytes 4r..4r+3, so vpdpbusd against that dword broadcast gives the 16 columns'
-// integer dots in 16 lanes: no horizontal sums (the GGUF path needs them), and the epilogue is one
-// 16-lane step per row and block.
-template <WKind K, int RT>
-static void q4v_rows(const Job& j, const Q4Rows& xr, int64_t n, int64_t r0) {
-  constexpr bool has_min = K == kQ4_1;
+// RT rows x 16 columns, for S column groups at once. Packed row r of a block holds, per column,
+// the 4 weights that meet activation bytes 4r..4r+3, so vpdpbusd against that dword broadcast gives
+// the 16 columns' integer dots in 16 lanes: no horizontal sums (the GGUF path needs them), and the
+// epilogue is one 16-lane step per row and block. The S groups advance block by block together:
+// S streams of weights in flight per core instead of one (see kQ4Streams), each fetched
+// kQ4PrefetchBlocks ahead (prefetches never fault, so reading past the end is harmless).
+constexpr int kQ4PrefetchBlocks = 8;
+
+// Q8_0's pack holds the 8 B-operand rows as they are (int8 + 128), unaligned (544-byte blocks).
+template <WKind K, int RT, int S>
+static void q4v_rows(const Job& j, const Q4Rows& xr, const int64_t (&n)[S], int64_t r0) {
+  constexpr bool has_min = K == kQ4_1, q8 = K == kQ8_0;
+  constexpr int block_bytes = q8 ? kQ8PackBlockBytes : kQ4PackBlockBytes, d_at = q8 ? 512 : 256;
   const int64_t nb = j.k / 32;
-  const uint8_t* src = j.wpack + size_t(n / 16) * size_t(nb) * kQ4PackBlockBytes;
+  const uint8_t* src[S];
+  for (int g = 0; g < S; ++g) src[g] = j.wpack + size_t(n[g] / 16) * size_t(nb) * block_bytes;
   const __m512i m4 = _mm512_set1_epi8(0x0F);
-  __m512 acc[RT];
-  for (int t = 0; t < RT; ++t) acc[t] = _mm512_setzero_ps();
+  __m512 acc[S][RT];
+  for (int g = 0; g < S; ++g)
+    for (int t = 0; t < RT; ++t) acc[g][t] = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* s = src + b * kQ4PackBlockBytes;
-    __m512i w[8];
-    for (int r = 0; r < 4; ++r) {
-      const __m512i v = _mm512_load_si512(s + 64 * r);
-      w[r] = _mm512_and_si512(v, m4);
-      w[r + 4] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
-    }
-    const __m512 dwv = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(s + 256)));
-    __m512 mwv = _mm512_setzero_ps();
-    if constexpr (has_min) mwv = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(s + 288)));
-    for (int t = 0; t < RT; ++t) {
-      const int8_t* xq = j.act.qs + (r0 + t) * j.k + b * 32;
-      __m512i i0 = _mm512_setzero_si512(), i1 = _mm512_setzero_si512();  // two short chains
-      for (int r = 0; r < 4; ++r) {
-        i0 = _mm512_dpbusd_epi32(i0, w[r], _mm512_set1_epi32(int32_t(rd32(reinterpret_cast<const uint8_t*>(xq) + 4 * r))));
-        i1 = _mm512_dpbusd_epi32(i1, w[r + 4], _mm512_set1_epi32(int32_t(rd32(reinterpret_cast<const uint8_t*>(xq) + 16 + 4 * r))));
+    for (int g = 0; g < S; ++g) {
+      const uint8_t* s = src[g] + b * block_bytes;
+      for (int l = 0; l < (block_bytes + 63) / 64; ++l)
+        _mm_prefetch(reinterpret_cast<const char*>(s + kQ4PrefetchBlocks * block_bytes + 64 * l), _MM_HINT_T0);
+      __m512i w[8];
+      if constexpr (q8) {
+        for (int r = 0; r < 8; ++r) w[r] = _mm512_loadu_si512(s + 64 * r);
+      } else {
+        for (int r = 0; r < 4; ++r) {
+          const __m512i v = _mm512_load_si512(s + 64 * r);
+          w[r] = _mm512_and_si512(v, m4);
+          w[r + 4] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+        }
       }
-      __m512i iv = _mm512_add_epi32(i0, i1);
-      const int64_t rb = (r0 + t) * nb + b;
-      if constexpr (!has_min) iv = _mm512_sub_epi32(iv, _mm512_set1_epi32(xr.off[rb]));
-      __m512 pv = _mm512_mul_ps(_mm512_cvtepi32_ps(iv), _mm512_mul_ps(dwv, _mm512_set1_ps(xr.dx[rb])));
-      if constexpr (has_min) pv = _mm512_add_ps(pv, _mm512_mul_ps(mwv, _mm512_set1_ps(xr.dsx[rb])));
-      acc[t] = _mm512_add_ps(acc[t], pv);
+      const __m512 dwv = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + d_at)));
+      __m512 mwv = _mm512_setzero_ps();
+      if constexpr (has_min) mwv = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(s + 288)));
+      for (int t = 0; t < RT; ++t) {
+        const int8_t* xq = j.act.qs + (r0 + t) * j.k + b * 32;
+        __m512i i0 = _mm512_setzero_si512(), i1 = _mm512_setzero_si512();  // two short chains
+        for (int r = 0; r < 4; ++r) {
+          i0 = _mm512_dpbusd_epi32(i0, w[r], _mm512_set1_epi32(int32_t(rd32(reinterpret_cast<const uint8_t*>(xq) + 4 * r))));
+          i1 = _mm512_dpbusd_epi32(i1, w[r + 4], _mm512_set1_epi32(int32_t(rd32(reinterpret_cast<const uint8_t*>(xq) + 16 + 4 * r))));
+        }
+        __m512i iv = _mm512_add_epi32(i0, i1);
+        const int64_t rb = (r0 + t) * nb + b;
+        if constexpr (!has_min) iv = _mm512_sub_epi32(iv, _mm512_set1_epi32(xr.off[rb]));
+        __m512 pv = _mm512_mul_ps(_mm512_cvtepi32_ps(iv), _mm512_mul_ps(dwv, _mm512_set1_ps(xr.dx[rb])));
+        if constexpr (has_min) pv = _mm512_add_ps(pv, _mm512_mul_ps(mwv, _mm512_set1_ps(xr.dsx[rb])));
+        acc[g][t] = _mm512_add_ps(acc[g][t], pv);
+      }
     }
   }
-  for (int t = 0; t < RT; ++t) _mm512_storeu_ps(j.y + (r0 + t) * j.n + n, acc[t]);
+  for (int g = 0; g < S; ++g)
+    for (int t = 0; t < RT; ++t) _mm512_storeu_ps(j.y + (r0 + t) * j.n + n[g], acc[g][t]);
 }
 
 // Activation scalars of every row by [row][block] (see Q4Rows), in `mem` (3 * T * K / 32 words).
-static Q4Rows q4_rows(const Job& j, uint8_t* mem) {
+// zero_point: the weights' unsigned offset whose dot with x is taken back out (8 for Q4_0's
+// nibbles, 128 for the Q8_0 pack's int8 + 128).
+static Q4Rows q4_rows(const Job& j, uint8_t* mem, int32_t zero_point = 8) {
   const int64_t nb = j.k / 32, rb = j.t * nb;
   float* dx = reinterpret_cast<float*>(mem);
   float* dsx = dx + rb;
@@ -64,20 +83,46 @@ static Q4Rows q4_rows(const Job& j, uint8_t* mem) {
       const int32_t s = j.act.s[t * j.act.s_per_row + b];
       dx[t * nb + b] = d;
       dsx[t * nb + b] = d * float(s);
-      off[t * nb + b] = 8 * s;
+      off[t * nb + b] = zero_point * s;
     }
   return {dx, dsx, off};
+}
+
+// Few activation rows make the weights a pure stream, and one sequential stream per core leaves
+// DRAM bandwidth unused (bench_bandwidth: ~10 GB/s per core for one stream, ~17 for four), so up
+// to kQ4StreamRows rows walk kQ4Streams evenly spaced group ranges of this thread's columns.
+constexpr int kQ4Streams = 4, kQ4StreamRows = 4;
+
+template <WKind K, int RT>
+static void q4v_groups(const Job& j, const Q4Rows& xr, int64_t n0, int64_t n1, int64_t r) {
+  int64_t n = n0;
+  if (RT <= kQ4StreamRows) {
+    const int64_t per = (n1 - n0) / 16 / kQ4Streams * 16;  // columns per stream
+    for (int64_t i = 0; i < per; i += 16) {
+      int64_t ns[kQ4Streams];
+      for (int g = 0; g < kQ4Streams; ++g) ns[g] = n0 + g * per + i;
+      q4v_rows<K, RT, kQ4Streams>(j, xr, ns, r);
+    }
+    n = n0 + kQ4Streams * per;
+  }
+  for (; n < n1; n += 16) q4v_rows<K, RT, 1>(j, xr, {n}, r);
 }
 
 // Rows [r0, T) of the 16-column groups in [n0, n1) (n0, n1 multiples of 16 within the pack).
 template <WKind K>
 static void q4v_cols(const Job& j, const Q4Rows& xr, int64_t n0, int64_t n1, int64_t r0) {
+  const int64_t rest = j.t - r0;
+  if (rest <= 0) return;
+  if (rest == 1) return q4v_groups<K, 1>(j, xr, n0, n1, r0);
+  if (rest == 2) return q4v_groups<K, 2>(j, xr, n0, n1, r0);
+  if (rest == 3) return q4v_groups<K, 3>(j, xr, n0, n1, r0);
+  if (rest == 4) return q4v_groups<K, 4>(j, xr, n0, n1, r0);
   for (int64_t n = n0; n < n1; n += 16) {
     int64_t r = r0;
-    for (; r + 4 <= j.t; r += 4) q4v_rows<K, 4>(j, xr, n, r);
-    if (j.t - r == 3) q4v_rows<K, 3>(j, xr, n, r);
-    if (j.t - r == 2) q4v_rows<K, 2>(j, xr, n, r);
-    if (j.t - r == 1) q4v_rows<K, 1>(j, xr, n, r);
+    for (; r + 4 <= j.t; r += 4) q4v_rows<K, 4, 1>(j, xr, {n}, r);
+    if (j.t - r == 3) q4v_rows<K, 3, 1>(j, xr, {n}, r);
+    if (j.t - r == 2) q4v_rows<K, 2, 1>(j, xr, {n}, r);
+    if (j.t - r == 1) q4v_rows<K, 1, 1>(j, xr, {n}, r);
   }
 }
 
@@ -91,4 +136,16 @@ void cols_q4_packed(const Job& j, int64_t n0, int64_t n1) {
     q4v_cols<K>(j, q4_rows(j, base), n0, full, 0);
   }
   if (full < n1) cols_q4x4<K>(j, full, n1);
+}
+
+// Q8_0 at T <= table.q8pack_max_rows: VNNI over the pack (no horizontal sums, several streams),
+// same bits as cols_q8_0; columns past N / 16 * 16, and every column when there is no pack, on
+// the GGUF path.
+inline void cols_q8_packed(const Job& j, int64_t n0, int64_t n1) {
+  const int64_t full = j.wpack ? n0 + (n1 - n0) / 16 * 16 : n0;
+  if (full > n0) {
+    uint8_t* base = thread_scratch<kScratchKernel>(size_t(j.t * (j.k / 32)) * 12);
+    q4v_cols<kQ8_0>(j, q4_rows(j, base, 128), n0, full, 0);
+  }
+  if (full < n1) cols_q8_0(j, full, n1);
 }

@@ -347,16 +347,22 @@ inline void quant_rows256_v(const ActRows& a, int64_t r0, int64_t r1) {
   }
 }
 
-// Q8_0 rows one at a time; the row 8 ahead is requested early (long rows of short blocks
-// leave the hardware prefetcher behind at T=1).
+// Q8_0 rows one at a time, taken in turn from kQ8Streams evenly spaced ranges of [n0, n1): several
+// weight streams in flight per core (one leaves DRAM bandwidth unused at small T), and each
+// stream's row 8 ahead requested early (long rows of short blocks outrun the hardware prefetcher).
+constexpr int64_t kQ8Streams = 4;
+
 inline void cols_q8_0(const Job& j, int64_t n0, int64_t n1) {
-  const int64_t nb = j.k / 32;
-  for (int64_t n = n0; n < n1; ++n) {
-    if (n + 8 < n1) {
+  const int64_t nb = j.k / 32, per = (n1 - n0) / kQ8Streams;
+  auto row = [&](int64_t n, int64_t end) {
+    if (n + 8 < end) {
       const char* ahead = reinterpret_cast<const char*>(j.w + (n + 8) * j.wrow);
       for (size_t off = 0; off < j.wrow; off += 64) _mm_prefetch(ahead + off, _MM_HINT_T0);
     }
     const uint8_t* wr = j.w + n * j.wrow;
     for (int64_t t = 0; t < j.t; ++t) j.y[t * j.n + n] = dot_q8_0_v(wr, xrow(j.act, t), nb);
-  }
+  };
+  for (int64_t i = 0; i < per; ++i)
+    for (int64_t g = 0; g < kQ8Streams; ++g) row(n0 + g * per + i, n0 + (g + 1) * per);
+  for (int64_t n = n0 + kQ8Streams * per; n < n1; ++n) row(n, n1);
 }
