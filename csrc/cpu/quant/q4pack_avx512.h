@@ -28,18 +28,29 @@ static void q4v_rows(const Job& j, const Q4Rows& xr, const int64_t (&n)[S], int6
   const uint8_t* src[S];
   for (int g = 0; g < S; ++g) src[g] = j.wpack + size_t(n[g] / 16) * size_t(nb) * block_bytes;
   const __m512i m4 = _mm512_set1_epi8(0x0F);
+  const uint8_t* xq0 = reinterpret_cast<const uint8_t*>(j.act.qs + r0 * j.k);
+  const float* dx0 = xr.dx + r0 * nb;
+  const float* dsx0 = xr.dsx + r0 * nb;
+  const int32_t* off0 = xr.off + r0 * nb;
+  // Every loop below is unrolled so the S x RT accumulators stay in registers.
   __m512 acc[S][RT];
+#pragma GCC unroll 16
   for (int g = 0; g < S; ++g)
+#pragma GCC unroll 16
     for (int t = 0; t < RT; ++t) acc[g][t] = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
+#pragma GCC unroll 16
     for (int g = 0; g < S; ++g) {
       const uint8_t* s = src[g] + b * block_bytes;
+#pragma GCC unroll 16
       for (int l = 0; l < (block_bytes + 63) / 64; ++l)
         _mm_prefetch(reinterpret_cast<const char*>(s + kQ4PrefetchBlocks * block_bytes + 64 * l), _MM_HINT_T0);
       __m512i w[8];
       if constexpr (q8) {
+#pragma GCC unroll 8
         for (int r = 0; r < 8; ++r) w[r] = _mm512_loadu_si512(s + 64 * r);
       } else {
+#pragma GCC unroll 4
         for (int r = 0; r < 4; ++r) {
           const __m512i v = _mm512_load_si512(s + 64 * r);
           w[r] = _mm512_and_si512(v, m4);
@@ -49,18 +60,20 @@ static void q4v_rows(const Job& j, const Q4Rows& xr, const int64_t (&n)[S], int6
       const __m512 dwv = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + d_at)));
       __m512 mwv = _mm512_setzero_ps();
       if constexpr (has_min) mwv = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(s + 288)));
+#pragma GCC unroll 16
       for (int t = 0; t < RT; ++t) {
-        const int8_t* xq = j.act.qs + (r0 + t) * j.k + b * 32;
+        const uint8_t* xq = xq0 + t * j.k + b * 32;
         __m512i i0 = _mm512_setzero_si512(), i1 = _mm512_setzero_si512();  // two short chains
+#pragma GCC unroll 4
         for (int r = 0; r < 4; ++r) {
-          i0 = _mm512_dpbusd_epi32(i0, w[r], _mm512_set1_epi32(int32_t(rd32(reinterpret_cast<const uint8_t*>(xq) + 4 * r))));
-          i1 = _mm512_dpbusd_epi32(i1, w[r + 4], _mm512_set1_epi32(int32_t(rd32(reinterpret_cast<const uint8_t*>(xq) + 16 + 4 * r))));
+          i0 = _mm512_dpbusd_epi32(i0, w[r], _mm512_set1_epi32(int32_t(rd32(xq + 4 * r))));
+          i1 = _mm512_dpbusd_epi32(i1, w[r + 4], _mm512_set1_epi32(int32_t(rd32(xq + 16 + 4 * r))));
         }
         __m512i iv = _mm512_add_epi32(i0, i1);
-        const int64_t rb = (r0 + t) * nb + b;
-        if constexpr (!has_min) iv = _mm512_sub_epi32(iv, _mm512_set1_epi32(xr.off[rb]));
-        __m512 pv = _mm512_mul_ps(_mm512_cvtepi32_ps(iv), _mm512_mul_ps(dwv, _mm512_set1_ps(xr.dx[rb])));
-        if constexpr (has_min) pv = _mm512_add_ps(pv, _mm512_mul_ps(mwv, _mm512_set1_ps(xr.dsx[rb])));
+        const int64_t rb = t * nb + b;
+        if constexpr (!has_min) iv = _mm512_sub_epi32(iv, _mm512_set1_epi32(off0[rb]));
+        __m512 pv = _mm512_mul_ps(_mm512_cvtepi32_ps(iv), _mm512_mul_ps(dwv, _mm512_set1_ps(dx0[rb])));
+        if constexpr (has_min) pv = _mm512_add_ps(pv, _mm512_mul_ps(mwv, _mm512_set1_ps(dsx0[rb])));
         acc[g][t] = _mm512_add_ps(acc[g][t], pv);
       }
     }
