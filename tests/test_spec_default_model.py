@@ -33,12 +33,12 @@ def test_greedy_identical_on_default_model(model, prompt):
         want = model.generate(prompt, chat=True, max_tokens=24)
     finally:
         model.drafter = drafter
-    got = model.generate(prompt, chat=True, max_tokens=24)
+    got = model.generate(prompt, chat=True, max_tokens=24)  # the default: an adaptive chain
     assert got.tokens == want.tokens and got.text == want.text
     assert got.metrics["num_drafts"] >= 1
-    from eyas.spec import TreePolicy
-
-    assert got.metrics["num_draft_tokens"] == (TreePolicy().total_tokens - 1) * got.metrics["num_drafts"]
+    fixed = model.generate(prompt, chat=True, max_tokens=24, tree="chain:3")
+    assert fixed.tokens == want.tokens
+    assert fixed.metrics["num_draft_tokens"] == 3 * fixed.metrics["num_drafts"]
 
 
 def test_seeded_sampling_on_default_model(model):

@@ -13,7 +13,8 @@ from tests.parity.cases_spec import build, random_checkpoint, tiny_target
 
 LAYERS = 8
 AUX = [2, LAYERS // 2, LAYERS - 3]
-POLICIES = [TreePolicy(1, 1, 2), TreePolicy.chain(4), TreePolicy(2, 3, 6), TreePolicy(4, 5, 16), TreePolicy(8, 6, 32)]
+POLICIES = [TreePolicy(1, 1, 2), TreePolicy.chain(4), TreePolicy(2, 3, 6), TreePolicy(4, 5, 16), TreePolicy(8, 6, 32),
+            TreePolicy.auto(4)]
 
 
 def make_target(seed=3, mix=1.0, tie=False):

@@ -27,7 +27,8 @@ def register(subparsers) -> None:
     p.add_argument("--prompts", required=True, help="jsonl file of prompts")
     p.add_argument("--model", default=None, help="GGUF file or HF folder (default: bundled SmolLM2-135M)")
     p.add_argument("--drafter", default="default", help="EAGLE-3 drafter folder or 'default'")
-    p.add_argument("--tree", default=None, help="tree policy 'TOP_K,DEPTH,TOTAL' or 'chain:DEPTH' (default: the drafter's or chain:3)")
+    p.add_argument("--tree", default=None, help="tree policy 'TOP_K,DEPTH,TOTAL', 'chain:DEPTH' or 'auto[:MAX_DEPTH]' (default: the drafter's, else "
+                        "auto: a chain of 0-3 tokens per round, as deep as pays)")
     p.add_argument("--max-tokens", type=int, default=128)
     p.add_argument("--repeats", type=int, default=1)
     p.add_argument("--limit", type=int, default=None, help="use only the first N prompts")
@@ -120,7 +121,7 @@ def bench(model, prompts: list[dict], *, policy=None, max_tokens=128, repeats=1,
     spec_tps = tot["spec_tokens"] / tot["spec_s"] if tot["spec_s"] else 0.0
     from eyas.spec import TreePolicy
 
-    pol = policy or getattr(model.drafter, "policy", None) or TreePolicy()
+    pol = policy or getattr(model.drafter, "policy", None) or TreePolicy.auto()
     return {
         "rows": rows,
         "plain_tok_s": plain_tps,
@@ -128,7 +129,7 @@ def bench(model, prompts: list[dict], *, policy=None, max_tokens=128, repeats=1,
         "speed_ratio": spec_tps / plain_tps if plain_tps else 0.0,
         "mean_accepted_length": 1 + tot["num_accepted_tokens"] / tot["num_drafts"] if tot["num_drafts"] else 0.0,
         "identical": all(r["identical"] for r in rows) if temperature == 0 else None,
-        "tree": {"top_k": pol.top_k, "depth": pol.depth, "total_tokens": pol.total_tokens},
+        "tree": {"top_k": pol.top_k, "depth": pol.depth, "total_tokens": pol.total_tokens, "adaptive": pol.adaptive},
         "max_tokens": max_tokens,
         "repeats": repeats,
         "temperature": temperature,
@@ -149,7 +150,8 @@ def _table(result: dict) -> str:
     same = {True: "yes", False: "NO", None: "n/a (sampling)"}[result["identical"]]
     lines.append(f"all: plain {result['plain_tok_s']:.1f} tok/s, speculative {result['spec_tok_s']:.1f} tok/s, "
                  f"ratio {result['speed_ratio']:.2f}x, mean accepted length {result['mean_accepted_length']:.2f}, "
-                 f"identical {same} | tree top_k={t['top_k']} depth={t['depth']} total={t['total_tokens']}, "
+                 f"identical {same} | tree top_k={t['top_k']} depth={t['depth']}{' (adaptive)' if t['adaptive'] else ''} "
+                 f"total={t['total_tokens']}, "
                  f"threads {result['threads']}")
     return "\n".join(lines)
 

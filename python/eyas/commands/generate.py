@@ -26,7 +26,8 @@ def register(subparsers) -> None:
                    help="EAGLE-3 drafter folder, 'default' (the bundled drafter that fits the model; plain "
                         "decoding if none does) or 'none' (plain decoding)")
     p.add_argument("--tree", default=None,
-                   help="draft tree 'TOP_K,DEPTH,TOTAL' or 'chain:DEPTH' (default: the drafter's recommendation)")
+                   help="draft tree 'TOP_K,DEPTH,TOTAL', 'chain:DEPTH' or 'auto[:MAX_DEPTH]' (default: the drafter's "
+                        "recommendation, else auto: a chain of 0-3 tokens per round, as deep as pays)")
     p.add_argument("--stop", action="append", default=None, help="stop string (repeatable)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of streaming")
     p.set_defaults(func=run)

@@ -11,6 +11,7 @@ from typing import Iterator
 
 import numpy as np
 
+from eyas.spec.adaptive import DepthChooser
 from eyas.spec.metrics import SpecMetrics
 from eyas.spec.policy import TreePolicy
 from eyas.spec.rounds import Accepted, accept, commit, propose, split_aux, verify
@@ -29,7 +30,7 @@ class SpeculativeGenerator:
                              "build the Transformer with aux_layers=drafter.aux_layers")
         self.target = target
         self.drafter = drafter
-        self.policy = policy or getattr(drafter, "policy", None) or TreePolicy()
+        self.policy = policy or getattr(drafter, "policy", None) or TreePolicy.auto()
         self.prefill_chunk = prefill_chunk
         self.stats = SpecMetrics()
 
@@ -51,7 +52,14 @@ class SpeculativeGenerator:
         first = sampler.sample(logits[-1])  # the same draw plain decoding makes
         yield [first]
         pending_aux, pending_tokens = aux, np.append(ids[1:], np.int32(first)).astype(np.int32)
+        # Greedy output never depends on the drafts, so only there may the depth follow timings.
+        chooser = DepthChooser(self.policy.depth) if self.policy.adaptive and params.temperature <= 0 else None
+        last = None  # (depth, accepted, start time) of the previous round: its cost runs to this round's start,
+        # so it includes what the caller does with each round's tokens (plain steps make more rounds)
         while True:
+            if last is not None:
+                chooser.observe(last[0], last[1], time.perf_counter() - last[2])
+                last = None
             room = target.capacity - target.length
             if room < 2:  # no space left for a tree: finish with plain steps (the drafter is done)
                 root = int(pending_tokens[-1])
@@ -61,6 +69,19 @@ class SpeculativeGenerator:
                     root = sampler.sample(out["logits"][-1])
                     yield [root]
             policy = self.policy
+            depth = chooser.choose() if chooser else policy.depth
+            if depth == 0:  # greedy plain step; the drafter ingests its pair with the next propose
+                t0 = time.perf_counter()
+                features, token = self._plain_step(int(pending_tokens[-1]))
+                self.stats.verify_s += time.perf_counter() - t0
+                self.stats.observe(1, 0)
+                last = (0, 0, t0)
+                pending_aux = np.concatenate([pending_aux, features])
+                pending_tokens = np.append(pending_tokens, np.int32(token)).astype(np.int32)
+                yield [token]
+                continue
+            if policy.adaptive:
+                policy = TreePolicy.chain(depth)
             if policy.total_tokens > room:
                 policy = TreePolicy(policy.top_k, policy.depth, room)
             t0 = time.perf_counter()
@@ -76,9 +97,18 @@ class SpeculativeGenerator:
             s.verify_s += t2 - t1
             s.accept_s += t3 - t2
             s.observe(tree.size, len(acc.path) - 1)
+            if chooser:
+                last = (tree.size - 1, len(acc.path) - 1, t0)
             # The accepted nodes' features pair with the tokens that follow them (reference §3.1).
             pending_aux, pending_tokens = verified.features[acc.path], acc.tokens
             yield acc.tokens.tolist()
+
+    def _plain_step(self, root: int) -> tuple[np.ndarray, int]:
+        """One greedy decode step of the target (plain decoding's own call, so the same bits) that
+        also captures the root's drafter features: (features F32[1, F*H], next token)."""
+        out = self.target.forward(np.array([root], np.int32), logits="argmax", capture_aux=True)
+        self.target.commit(np.zeros(1, np.int32))
+        return split_aux(out["aux"], len(self.drafter.feature_layers), self.lazy)[0], int(out["argmax"])
 
     def _prefill(self, ids: np.ndarray):
         aux_parts, logits = [], None

@@ -14,30 +14,46 @@ class TreePolicy:
     """top_k: branching and frontier width; depth: max drafted tokens on a path; total_tokens: tree
     size incl. the root (EAGLE's `total_token`). top_k = 1 gives a chain of `depth` tokens.
 
-    The default is a chain of 3: on the 2-core CPU a target forward over N tree nodes still costs
-    about 1.5-2.5x a decode step for N = 4-16, so extra width buys less than it costs (docs/speculative.md)."""
+    adaptive (chains only): under greedy decoding each round drafts 0..depth tokens, whichever
+    the measured acceptance and round costs say pays best (`eyas.spec.adaptive`); sampling drafts
+    `depth`. The default is `auto()`, an adaptive chain of up to 3: on the 2-core CPU a target
+    forward over N tree nodes costs about 1.5-2.5x a decode step for N = 4-16, so width buys less
+    than it costs, and on prompts the drafter predicts badly even a chain does (docs/speculative.md)."""
 
     top_k: int = 1
     depth: int = 3
     total_tokens: int = 4
+    adaptive: bool = False
 
     def __post_init__(self):
         for name, lo, hi in (("top_k", 1, 256), ("depth", 1, 64), ("total_tokens", 2, 1024)):
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or not lo <= v <= hi:
                 fail(f"{name} must be an integer in [{lo}, {hi}], got {v!r}")
+        if not isinstance(self.adaptive, bool):
+            fail(f"adaptive must be a bool, got {self.adaptive!r}")
+        if self.adaptive and (self.top_k != 1 or self.total_tokens != self.depth + 1):
+            fail("an adaptive policy must be a chain (top_k 1, total_tokens = depth + 1)")
 
     @classmethod
     def chain(cls, depth: int) -> "TreePolicy":
         return cls(top_k=1, depth=depth, total_tokens=depth + 1)
 
     @classmethod
+    def auto(cls, max_depth: int = 3) -> "TreePolicy":
+        return cls(top_k=1, depth=max_depth, total_tokens=max_depth + 1, adaptive=True)
+
+    @classmethod
     def parse(cls, text: str) -> "TreePolicy":
-        """"TOP_K,DEPTH,TOTAL" (e.g. "4,5,16"), or "chain:DEPTH"."""
+        """"TOP_K,DEPTH,TOTAL" (e.g. "4,5,16"), "chain:DEPTH", or "auto" / "auto:MAX_DEPTH"."""
         try:
+            if text == "auto":
+                return cls.auto()
+            if text.startswith("auto:"):
+                return cls.auto(int(text[5:]))
             if text.startswith("chain:"):
                 return cls.chain(int(text[6:]))
             k, d, t = (int(x) for x in text.split(","))
         except ValueError:
-            fail(f"tree policy {text!r} must be 'TOP_K,DEPTH,TOTAL' or 'chain:DEPTH'")
+            fail(f"tree policy {text!r} must be 'TOP_K,DEPTH,TOTAL', 'chain:DEPTH', 'auto' or 'auto:MAX_DEPTH'")
         return cls(k, d, t)

@@ -1,0 +1,87 @@
+"""Per-round draft depth for chain policies: draft as deep as pays, or not at all.
+
+A round that drafts d tokens emits E(d) = 1 + sum_{i<=d} prod_{j<=i} p_j tokens on average, where p_j is
+the chance that position j is accepted given that j - 1 was, and costs c(d) seconds (propose + verify
++ accept). Depth 0 is a plain decode step (a one-node tree). The chooser keeps decayed counts of
+p_j and a moving average of c(d) measured on this machine, and picks argmax E(d) / c(d), so
+content the drafter predicts badly, or a machine where verify is dear, falls back towards plain
+decoding instead of running slower than it.
+
+Used for greedy decoding only: the output there never depends on the drafts (DESIGN invariant 2),
+while a timing-driven choice under sampling would change which random draws a seed produces.
+"""
+
+from __future__ import annotations
+
+
+class DepthChooser:
+    """max_depth: deepest chain to draft. Call `choose()` before a round, `observe()` after it."""
+
+    DECAY = 0.97  # acceptance counts: recent rounds weigh more (content changes within a reply)
+    COST_EMA = 0.2  # weight of a new round's time in c(d)
+    PROBE_EVERY = 16  # rounds between re-measurements of another depth (in turn) than the current choice
+
+    def __init__(self, max_depth: int):
+        if not isinstance(max_depth, int) or max_depth < 1:
+            raise ValueError(f"[spec] max_depth must be an integer >= 1, got {max_depth!r}")
+        self.max_depth = max_depth
+        self.cost: list[float | None] = [None] * (max_depth + 1)  # seconds per round at depth d
+        self.tried = [0.0] * (max_depth + 1)  # [j]: decayed rounds that drafted j after accepting j - 1
+        self.accepted = [0.0] * (max_depth + 1)  # [j]: ... and accepted j
+        self.rounds = 0
+        self._probe = 0
+
+    def acceptance(self, j: int) -> float:
+        """p_j with a uniform prior (1 accepted out of 2 before any data)."""
+        return (self.accepted[j] + 1.0) / (self.tried[j] + 2.0)
+
+    def expected_tokens(self, d: int) -> float:
+        total, run = 1.0, 1.0
+        for j in range(1, d + 1):
+            run *= self.acceptance(j)
+            total += run
+        return total
+
+    def _cost_estimate(self, d: int) -> float:
+        """c(d) as measured, else linear between the nearest measured depths (a round's cost grows
+        about linearly with the chain), else flat from the one measured."""
+        if self.cost[d] is not None:
+            return self.cost[d]
+        known = [(k, c) for k, c in enumerate(self.cost) if c is not None]
+        lo = max(((k, c) for k, c in known if k < d), default=None)
+        hi = min(((k, c) for k, c in known if k > d), default=None)
+        if lo and hi:
+            return lo[1] + (hi[1] - lo[1]) * (d - lo[0]) / (hi[0] - lo[0])
+        return (lo or hi)[1]
+
+    def best(self) -> int:
+        rates = [self.expected_tokens(d) / self._cost_estimate(d) for d in range(self.max_depth + 1)]
+        return max(range(self.max_depth + 1), key=lambda d: (rates[d], d))
+
+    def choose(self) -> int:
+        self.rounds += 1
+        # Measure the deepest chain first (it also measures every p_j), then a plain step.
+        for d in (self.max_depth, 0):
+            if self.cost[d] is None:
+                return d
+        d = self.best()
+        if self.rounds % self.PROBE_EVERY == 0:  # keep the other depths' costs current, in turn
+            self._probe = self._probe % self.max_depth + 1
+            return (d + self._probe) % (self.max_depth + 1)
+        return d
+
+    def observe(self, depth: int, accepted: int, seconds: float) -> None:
+        """depth: tokens drafted this round; accepted: how many of them the target accepted."""
+        if not 0 <= depth <= self.max_depth or not 0 <= accepted <= depth:
+            raise ValueError(f"[spec] observe: depth {depth}, accepted {accepted} out of range")
+        # The first round also ingests the whole prompt into the drafter: its time says nothing of later rounds.
+        if self.rounds > 1:
+            c = self.cost[depth]
+            self.cost[depth] = seconds if c is None else (1 - self.COST_EMA) * c + self.COST_EMA * seconds
+        for j in range(1, self.max_depth + 1):
+            self.tried[j] *= self.DECAY
+            self.accepted[j] *= self.DECAY
+        for j in range(1, depth + 1):
+            if accepted >= j - 1:
+                self.tried[j] += 1.0
+                self.accepted[j] += 1.0 if accepted >= j else 0.0

@@ -1,0 +1,170 @@
+"""Adaptive chain depth (eyas.spec.adaptive): the chooser's arithmetic and exploration, and the
+generator's plain-step rounds (depth 0) keeping greedy output identical to plain decoding."""
+
+import numpy as np
+import pytest
+
+from eyas import _core
+from eyas.generation import plain_steps
+from eyas.sampling import Sampler, SamplingParams
+from eyas.spec import SpeculativeGenerator, TreePolicy
+from eyas.spec import generator as generator_module
+from eyas.spec.adaptive import DepthChooser
+from tests.parity.cases_spec import build, random_checkpoint
+from tests.test_spec_greedy import AUX, LAYERS, make_target, probe_logits, take
+
+
+def run(chooser, rounds, accepted_of, cost_of):
+    picks = []
+    for _ in range(rounds):
+        d = chooser.choose()
+        picks.append(d)
+        chooser.observe(d, accepted_of(d), cost_of(d))
+    return picks
+
+
+def test_first_rounds_measure_the_deepest_chain_then_a_plain_step():
+    c = DepthChooser(3)
+    assert c.choose() == 3
+    c.observe(3, 3, 9.0)  # the first round's time (it ingests the prompt) is not a round's cost
+    assert c.cost[3] is None and c.expected_tokens(1) > 1.5  # its acceptance counts
+    assert c.choose() == 3
+    c.observe(3, 3, 1.0)
+    assert c.choose() == 0
+    c.observe(0, 0, 0.5)
+    assert c.cost[3] == 1.0 and c.cost[0] == 0.5
+    assert c.cost[1] is None and c._cost_estimate(1) == pytest.approx(0.5 + 0.5 / 3)  # interpolated
+
+
+def test_expected_tokens_follows_the_chain_rule():
+    c = DepthChooser(3)
+    c.tried[1:] = [10.0, 8.0, 4.0]
+    c.accepted[1:] = [8.0, 4.0, 0.0]
+    p = [9 / 12, 5 / 10, 1 / 6]
+    assert c.expected_tokens(0) == 1.0
+    assert c.expected_tokens(3) == pytest.approx(1 + p[0] + p[0] * p[1] + p[0] * p[1] * p[2])
+
+
+def test_good_drafts_and_cheap_verify_draft_deep():
+    c = DepthChooser(4)
+    picks = run(c, 200, accepted_of=lambda d: d, cost_of=lambda d: 1.0 + 0.1 * d)
+    assert c.best() == 4
+    assert picks[-50:].count(4) >= 40  # the rest are probes of depth 3
+
+
+def test_useless_drafts_fall_back_to_plain_steps():
+    c = DepthChooser(3)
+    picks = run(c, 200, accepted_of=lambda d: 0, cost_of=lambda d: 1.0 + 0.5 * d)
+    assert c.best() == 0
+    assert picks[-50:].count(0) >= 40
+    assert sorted(set(picks[-48:])) == [0, 1, 2, 3]  # still probes every depth now and then, in case content changes
+
+
+def test_the_choice_follows_a_change_of_content():
+    c = DepthChooser(3)
+    run(c, 100, accepted_of=lambda d: 0, cost_of=lambda d: 1.0 + 0.3 * d)
+    assert c.best() == 0
+    run(c, 200, accepted_of=lambda d: d, cost_of=lambda d: 1.0 + 0.3 * d)
+    assert c.best() == 3
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError, match=r"\[spec\]"):
+        DepthChooser(0)
+    c = DepthChooser(2)
+    for depth, acc in ((3, 0), (-1, 0), (1, 2)):
+        with pytest.raises(ValueError, match=r"\[spec\] observe"):
+            c.observe(depth, acc, 1.0)
+
+
+def test_policy_parse_auto():
+    assert TreePolicy.parse("auto") == TreePolicy.auto() == TreePolicy(1, 3, 4, adaptive=True)
+    assert TreePolicy.parse("auto:5") == TreePolicy.auto(5)
+    for bad in ("auto:0", "auto:x"):
+        with pytest.raises(ValueError, match=r"\[spec\]"):
+            TreePolicy.parse(bad)
+    with pytest.raises(ValueError, match=r"\[spec\].*chain"):
+        TreePolicy(2, 3, 6, adaptive=True)
+
+
+class Scripted:
+    """Stands in for DepthChooser: depths from a fixed cycle, so plain steps come at known rounds."""
+
+    CYCLE = [0, 0, 2, 0, 3, 1, 0, 3, 3, 0]
+
+    def __init__(self, max_depth):
+        self.i, self.seen = -1, []
+
+    def choose(self):
+        self.i += 1
+        return self.CYCLE[self.i % len(self.CYCLE)]
+
+    def observe(self, depth, accepted, seconds):
+        self.seen.append((depth, accepted))
+
+
+@pytest.mark.parametrize("lazy", [True, False])
+@pytest.mark.parametrize("mix", [1.0, 0.05])
+def test_plain_step_rounds_keep_greedy_output_identical(monkeypatch, lazy, mix):
+    spec, core = make_target(mix=mix)
+    cfg, t = random_checkpoint(1, spec, draft_vocab=48)
+    drafter = build(spec, core, cfg, t)
+    drafter.lazy_logits = lazy
+    monkeypatch.setattr(generator_module, "DepthChooser", Scripted)
+    plain_t = _core.Transformer(spec, core, max_context=256, aux_layers=AUX)
+    spec_t = _core.Transformer(spec, core, max_context=256, aux_layers=drafter.aux_layers)
+    rng = np.random.default_rng(4)
+    for prompt in (rng.integers(0, 64, n).tolist() for n in (1, 9, 30)):
+        want = take(plain_steps(plain_t, prompt, Sampler()), 50)
+        gen = SpeculativeGenerator(spec_t, drafter, TreePolicy.auto(3))
+        got = take(gen.steps(prompt, Sampler()), 50)
+        assert got == want
+        assert np.array_equal(probe_logits(spec_t, len(prompt) + 49).view(np.uint32),
+                              probe_logits(plain_t, len(prompt) + 49).view(np.uint32))
+        m = gen.metrics()
+        assert m["num_draft_tokens"] < 3 * m["num_drafts"]  # plain steps drafted nothing
+
+
+@pytest.mark.parametrize("lazy", [True, False])
+def test_every_committed_pair_reaches_the_drafter_once_in_order(monkeypatch, lazy):
+    """Plain-step rounds skip the drafter; its next propose must ingest every (feature, next token)
+    pair committed since, in order: over a generation, the pairs handed to propose are exactly the
+    committed sequence's, with features bit-identical to a plain forward of that sequence."""
+    spec, core = make_target()
+    cfg, t = random_checkpoint(1, spec, draft_vocab=48)
+    drafter = build(spec, core, cfg, t)
+    drafter.lazy_logits = lazy
+    monkeypatch.setattr(generator_module, "DepthChooser", Scripted)
+    calls = []
+    real_propose = generator_module.propose
+
+    def recording_propose(runtime, aux, tokens, policy):
+        calls.append((aux.copy(), tokens.copy()))
+        return real_propose(runtime, aux, tokens, policy)
+
+    monkeypatch.setattr(generator_module, "propose", recording_propose)
+    target = _core.Transformer(spec, core, max_context=256, aux_layers=drafter.aux_layers)
+    prompt = [5, 17, 2, 40]
+    seq = prompt + take(SpeculativeGenerator(target, drafter, TreePolicy.auto(3)).steps(prompt, Sampler()), 60)
+    aux = np.concatenate([a for a, _ in calls])
+    tokens = np.concatenate([tk for _, tk in calls]).tolist()
+    assert len(calls) >= 5 and len(tokens) > 40
+    assert tokens == seq[1 : 1 + len(tokens)]
+    ref = _core.Transformer(spec, core, max_context=256, aux_layers=AUX)
+    want = ref.forward(np.array(seq[: len(tokens)], np.int32), logits="none", capture_aux=True)["aux"]
+    assert np.array_equal(aux.view(np.uint32), want.view(np.uint32))
+
+
+def test_sampling_keeps_the_fixed_depth():
+    """Under sampling the depth must not follow timings: seeded runs repeat, every round drafts 3."""
+    spec, core = make_target()
+    cfg, t = random_checkpoint(1, spec, draft_vocab=48)
+    drafter = build(spec, core, cfg, t)
+    target = _core.Transformer(spec, core, max_context=256, aux_layers=AUX)
+    runs, metrics = [], []
+    for _ in range(2):
+        gen = SpeculativeGenerator(target, drafter, TreePolicy.auto(3))
+        runs.append(take(gen.steps([4, 5, 6], Sampler(SamplingParams(temperature=2.0, seed=11))), 30))
+        metrics.append(gen.metrics())
+    assert runs[0] == runs[1]
+    assert metrics[0]["num_draft_tokens"] == 3 * metrics[0]["num_drafts"]
