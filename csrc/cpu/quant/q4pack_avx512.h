@@ -102,8 +102,9 @@ static Q4Rows q4_rows(const Job& j, uint8_t* mem, int32_t zero_point = 8) {
 }
 
 // Few activation rows make the weights a pure stream, and one sequential stream per core leaves
-// DRAM bandwidth unused (bench_bandwidth: ~10 GB/s per core for one stream, ~17 for four), so up
-// to kQ4StreamRows rows walk kQ4Streams evenly spaced group ranges of this thread's columns.
+// DRAM bandwidth unused (bench_bandwidth, 2 threads: 18-20 GB/s with one stream each, 25-27 with
+// four), so up to kQ4StreamRows rows walk kQ4Streams evenly spaced group ranges of this thread's
+// columns.
 constexpr int kQ4Streams = 4, kQ4StreamRows = 4;
 
 template <WKind K, int RT>
