@@ -40,6 +40,9 @@ def test_tile_paths_match_scalar(wtype, n):
                 _core.ops.set_isa(isa)
                 got = _core.ops.matmul(x[:t], w, wtype, (n, k))
                 assert np.array_equal(got, want), f"{wtype} n={n} T={t} threads={threads} isa={isa}"
+                # With the repack the op keeps per weight buffer (Q8_0: from its second call).
+                got = _core.ops._matmul_with_pack(x[:t], w, wtype, (n, k))
+                assert np.array_equal(got, want), f"{wtype} n={n} T={t} threads={threads} isa={isa} packed"
 
 
 @pytest.mark.parametrize("wtype", ["Q4_0", "Q4_1"])
@@ -98,11 +101,28 @@ def test_repacked_weights_are_freed_with_their_buffers():
     _core.ops.matmul(rng.standard_normal((2, 576), dtype=np.float32), w, "Q4_1", (64, 576))
     assert _core.ops._live_weight_packs() == before  # a call's wrapper Buffer died with the call
     model = eyas.load(drafter=None)  # a fresh load: its own mapped weight buffers
-    model.generate("Hi", max_tokens=2)
+    model.generate("Hi", max_tokens=2)  # prefill's last-row logits, then one decode step
     held = _core.ops._live_weight_packs() - before
-    assert held >= 4 * 30, held  # each layer's Q4 matmuls (q|k|v, o, gate|up, down) packed once and kept
+    # Each layer's Q4 matmuls (q|k|v, o, gate|up, down) packed once and kept, and the Q8_0 lm_head
+    # at its second T = 1 call.
+    assert held == 4 * 30 + 1, held
     model.generate("Hello again", max_tokens=2)
     assert _core.ops._live_weight_packs() - before == held  # reused, not rebuilt
     del model
     gc.collect()
     assert _core.ops._live_weight_packs() == before
+
+
+def test_q8_pack_waits_for_a_second_call_on_the_same_buffer():
+    """A weight wrapped for one call (op-level calls, accept_hidden's head) never builds a Q8_0 repack."""
+    _core.ops.set_isa("amx")
+    rng = np.random.default_rng(6)
+    w = qr.random_weights(rng, "Q8_0", 64, 576)
+    x = rng.standard_normal((1, 576), dtype=np.float32)
+    built = _core.ops._weight_packs_built()
+    for _ in range(3):
+        _core.ops.matmul(x, w, "Q8_0", (64, 576))
+    assert _core.ops._weight_packs_built() == built
+    q4 = qr.random_weights(rng, "Q4_1", 64, 576)
+    _core.ops.matmul(x, q4, "Q4_1", (64, 576))
+    assert _core.ops._weight_packs_built() == built + 1  # Q4 weights pack at their first call

@@ -106,6 +106,33 @@ EYAS_BINDINGS(ops_matmul) {
       "w_bytes"_a, "w_type"_a, "w_shape"_a,
       "Test hook: the repack of Q4_0/Q4_1/Q8_0 weights the VNNI and AMX kernels read (uint8, 320 bytes "
       "(Q4) or 544 bytes (Q8_0) per 16 rows x 32-block; rows past N // 16 * 16 are left out).");
+  ops.def(
+      "_matmul_with_pack",
+      [](bind::Array x, bind::Array w_bytes, nb::handle w_type, std::vector<int64_t> w_shape) {
+        const char* op = "matmul";
+        Tensor tx = bind::from_numpy(op, "x", x);
+        const DType wt = weight_type(op, w_type);
+        Tensor tw = bind::from_bytes(op, "w", w_bytes, wt, weight_shape(op, w_shape, wt));
+        if (tx.ndim() != 2 || tx.dtype != DType::F32 || tx.dim(1) != tw.dim(1)) fail(op, "x must be float32[T, K]");
+        if (tx.dim(0) > INT32_MAX || tw.dim(0) > INT32_MAX || tw.dim(1) > INT32_MAX) fail(op, "dimensions must fit in int32");
+        const MatmulArgs a{int32_t(tx.dim(0)), int32_t(tw.dim(0)), int32_t(tw.dim(1)), int32_t(wt)};
+        Tensor ty = Tensor::empty(DType::F32, {tx.dim(0), tw.dim(0)});
+        ThreadPool& pool = bind::default_device()->pool();
+        std::vector<uint8_t> pack;
+        if (cpu::matmul_wants_pack(a)) {
+          pack.resize(cpu::matmul_pack_bytes(a) + 64);
+          uint8_t* p = reinterpret_cast<uint8_t*>((uintptr_t(pack.data()) + 63) & ~uintptr_t(63));
+          cpu::matmul_pack_weight(a, tw.data<uint8_t>(), p, pool);
+          cpu::matmul(a, tx.data<float>(), tw.data<uint8_t>(), ty.data<float>(), pool, p);
+        } else {
+          cpu::matmul(a, tx.data<float>(), tw.data<uint8_t>(), ty.data<float>(), pool, nullptr);
+        }
+        return bind::to_numpy(ty);
+      },
+      "x"_a, "w_bytes"_a, "w_type"_a, "w_shape"_a,
+      "Test hook: matmul with the weight repacked for this call whenever the ISA's kernels read a "
+      "repack (ops.matmul keeps one per weight buffer, built on a Q8_0 weight's second call).");
+  ops.def("_weight_packs_built", &ops::weight_packs_built, "Test hook: repacked weights built so far.");
   ops.def("_live_weight_packs", &ops::live_weight_packs,
           "Test hook: how many repacked weights are alive (each is freed with its weight's buffer).");
   ops.def("set_isa", &cpu::quant::set_isa, "name"_a,

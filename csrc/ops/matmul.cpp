@@ -12,14 +12,15 @@
 
 namespace eyas::ops {
 
-// Repacked weights (cpu::matmul_pack_weight: Q4_0/Q4_1 in the AMX kernels' tile order), built at a
-// weight's first call on an ISA that reads them and stored in the weight's Buffer (derived data),
-// so a pack lives exactly as long as its weight. Weights are not written after their first matmul
+// Repacked weights (cpu::matmul_pack_weight: Q4_0/Q4_1 in the AMX kernels' tile order, Q8_0 for
+// VNNI at T = 1), built at a weight's first call on an ISA that reads them (a Q8_0 weight's second:
+// see weight_pack) and stored in the weight's Buffer (derived data), so a pack lives exactly as long
+// as its weight. Weights are not written after their first matmul
 // (loaders fill them before); as a guard against a buffer refilled in place, a hit also compares
 // the first and last 64 bytes of the view with the ones packed, and repacks on a difference.
 namespace {
 
-std::atomic<int64_t> live_packs{0};
+std::atomic<int64_t> live_packs{0}, packs_built{0};
 
 struct Pack {
   std::unique_ptr<uint8_t, decltype(&std::free)> bytes{nullptr, std::free};
@@ -41,10 +42,21 @@ std::shared_ptr<const Pack> weight_pack(const MatmulArgs& a, const Tensor& w, Th
   const Buffer::DerivedKey key{int64_t(w.offset), a.wtype, a.n, a.k};
   if (auto hit = std::static_pointer_cast<const Pack>(w.buffer->derived(key)); hit && same_edges(*hit, wd, nbytes))
     return hit;
+  // A Q8_0 pack only speeds up a memory-bound T = 1 call by ~1.5x, while building it reads and
+  // writes the whole weight: pack on the second call into the same buffer, so weights wrapped
+  // for a single call (op-level calls, accept_hidden's head) never pay for one.
+  if (DType(a.wtype) == DType::Q8_0) {
+    const Buffer::DerivedKey seen{int64_t(w.offset), -a.wtype, a.n, a.k};
+    if (!w.buffer->derived(seen)) {
+      w.buffer->set_derived(seen, std::make_shared<int>(1));
+      return nullptr;
+    }
+  }
   auto p = std::make_shared<Pack>();  // built without a lock: other threads' matmuls go on meanwhile
   p->bytes.reset(static_cast<uint8_t*>(std::aligned_alloc(64, (cpu::matmul_pack_bytes(a) + 63) / 64 * 64)));
   if (!p->bytes) throw std::bad_alloc();
   cpu::matmul_pack_weight(a, wd, p->bytes.get(), pool);
+  ++packs_built;
   p->edge = std::min<size_t>(64, nbytes);
   std::memcpy(p->head, wd, p->edge);
   std::memcpy(p->tail, wd + nbytes - p->edge, p->edge);
@@ -55,6 +67,7 @@ std::shared_ptr<const Pack> weight_pack(const MatmulArgs& a, const Tensor& w, Th
 }  // namespace
 
 int64_t live_weight_packs() { return live_packs.load(); }
+int64_t weight_packs_built() { return packs_built.load(); }
 
 bool matmul_supports(DType t) {
   switch (t) {

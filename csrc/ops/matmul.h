@@ -15,5 +15,7 @@ bool matmul_supports(DType t);
 
 // Repacked weights alive in this process (a test hook: packs must die with their buffers).
 int64_t live_weight_packs();
+// Test hook: repacks built since the process started.
+int64_t weight_packs_built();
 
 }  // namespace eyas::ops
