@@ -80,9 +80,11 @@ def test_bad_arguments():
 def test_policy_parse_auto():
     assert TreePolicy.parse("auto") == TreePolicy.auto() == TreePolicy(1, 3, 4, adaptive=True)
     assert TreePolicy.parse("auto:5") == TreePolicy.auto(5)
-    for bad in ("auto:0", "auto:x"):
-        with pytest.raises(ValueError, match=r"\[spec\]"):
+    for bad in ("auto:x", "auto:", "auto:1:2"):
+        with pytest.raises(ValueError, match=r"\[spec\] tree policy"):
             TreePolicy.parse(bad)
+    with pytest.raises(ValueError, match=r"\[spec\] depth must be an integer in \[1, 64\], got 0"):
+        TreePolicy.parse("auto:0")
     with pytest.raises(ValueError, match=r"\[spec\].*chain"):
         TreePolicy(2, 3, 6, adaptive=True)
 

@@ -46,14 +46,16 @@ class TreePolicy:
     @classmethod
     def parse(cls, text: str) -> "TreePolicy":
         """"TOP_K,DEPTH,TOTAL" (e.g. "4,5,16"), "chain:DEPTH", or "auto" / "auto:MAX_DEPTH"."""
-        try:
-            if text == "auto":
-                return cls.auto()
-            if text.startswith("auto:"):
-                return cls.auto(int(text[5:]))
-            if text.startswith("chain:"):
-                return cls.chain(int(text[6:]))
-            k, d, t = (int(x) for x in text.split(","))
+        if text == "auto":
+            return cls.auto()
+        try:  # only the syntax here: out-of-range numbers get the constructor's own message
+            if text.startswith(("auto:", "chain:")):
+                kind, depth = text.split(":")
+                depth = int(depth)
+            else:
+                k, d, t = (int(x) for x in text.split(","))
         except ValueError:
             fail(f"tree policy {text!r} must be 'TOP_K,DEPTH,TOTAL', 'chain:DEPTH', 'auto' or 'auto:MAX_DEPTH'")
+        if text.startswith(("auto:", "chain:")):
+            return cls.auto(depth) if kind == "auto" else cls.chain(depth)
         return cls(k, d, t)
