@@ -74,7 +74,7 @@ class Model:
         """Generate a continuation. stream=True returns an iterator of text pieces (`.result` at the end).
 
         tree: draft-tree policy for speculative decoding, a `TreePolicy` or a string such as
-        "4,5,16" (top_k, depth, total nodes), "chain:3" or "auto:3" (greedy: 0-3 drafted tokens per
+        "4,5,16" (top_k, depth, total nodes), "chain:3" or "auto:3" (0-3 drafted tokens per
         round, as deep as the measured acceptance and costs say pays); None = the drafter's
         recommendation, else "auto".
         """

@@ -7,25 +7,39 @@ p_j and a moving average of c(d) measured on this machine, and picks argmax E(d)
 content the drafter predicts badly, or a machine where verify is dear, falls back towards plain
 decoding instead of running slower than it.
 
-Used for greedy decoding only: the output there never depends on the drafts (DESIGN invariant 2),
-while a timing-driven choice under sampling would change which random draws a seed produces.
+Under sampling the choice must not depend on timings, or a seed's draws would depend on the
+machine's load (DESIGN invariant 4): there c(d) comes from a fixed cost model instead
+(`FIXED_COSTS`), and the choice depends only on acceptance, itself a function of the seed.
 """
 
 from __future__ import annotations
 
 
+def fixed_cost(d: int) -> float:
+    """A round drafting d tokens in plain decode steps, as measured on the 2-core reference CPU
+    (docs/speculative.md: propose + verify + accept of chains of 1-4 cost 1.57, 1.76, 2.06 and 2.5
+    steps)."""
+    return 1.0 if d == 0 else 1.3 + 0.28 * d
+
+
 class DepthChooser:
-    """max_depth: deepest chain to draft. Call `choose()` before a round, `observe()` after it."""
+    """max_depth: deepest chain to draft. Call `choose()` before a round, `observe()` after it.
+    cost: None to measure c(d) from the rounds' times, or a function d -> relative cost (then the
+    choice is deterministic: it depends on acceptance alone)."""
 
     DECAY = 0.97  # acceptance counts: recent rounds weigh more (content changes within a reply)
     COST_EMA = 0.2  # weight of a new round's time in c(d)
     PROBE_EVERY = 16  # rounds between re-measurements of another depth (in turn) than the current choice
 
-    def __init__(self, max_depth: int):
+    def __init__(self, max_depth: int, cost=None):
         if not isinstance(max_depth, int) or max_depth < 1:
             raise ValueError(f"[spec] max_depth must be an integer >= 1, got {max_depth!r}")
         self.max_depth = max_depth
-        self.cost: list[float | None] = [None] * (max_depth + 1)  # seconds per round at depth d
+        self.fixed = cost is not None
+        # c(d): seconds per round at depth d as measured, or the fixed model's relative costs
+        self.cost: list[float | None] = [None] * (max_depth + 1)
+        if self.fixed:
+            self.cost = [float(cost(d)) for d in range(max_depth + 1)]
         self.tried = [0.0] * (max_depth + 1)  # [j]: decayed rounds that drafted j after accepting j - 1
         self.accepted = [0.0] * (max_depth + 1)  # [j]: ... and accepted j
         self.rounds = 0
@@ -60,8 +74,9 @@ class DepthChooser:
 
     def choose(self) -> int:
         self.rounds += 1
-        # Measure the deepest chain first (it also measures every p_j), then a plain step.
-        for d in (self.max_depth, 0):
+        if self.rounds == 1:  # the deepest chain first: it measures every p_j
+            return self.max_depth
+        for d in (self.max_depth, 0):  # measured costs: the deepest chain's, then a plain step's
             if self.cost[d] is None:
                 return d
         d = self.best()
@@ -75,7 +90,7 @@ class DepthChooser:
         if not 0 <= depth <= self.max_depth or not 0 <= accepted <= depth:
             raise ValueError(f"[spec] observe: depth {depth}, accepted {accepted} out of range")
         # The first round also ingests the whole prompt into the drafter: its time says nothing of later rounds.
-        if self.rounds > 1:
+        if self.rounds > 1 and not self.fixed:
             c = self.cost[depth]
             self.cost[depth] = seconds if c is None else (1 - self.COST_EMA) * c + self.COST_EMA * seconds
         for j in range(1, self.max_depth + 1):

@@ -11,10 +11,10 @@ from typing import Iterator
 
 import numpy as np
 
-from eyas.spec.adaptive import DepthChooser
+from eyas.spec.adaptive import DepthChooser, fixed_cost
 from eyas.spec.metrics import SpecMetrics
 from eyas.spec.policy import TreePolicy
-from eyas.spec.rounds import Accepted, accept, commit, propose, split_aux, verify
+from eyas.spec.rounds import Accepted, DraftTree, accept, commit, propose, split_aux, verify
 
 
 class SpeculativeGenerator:
@@ -52,8 +52,12 @@ class SpeculativeGenerator:
         first = sampler.sample(logits[-1])  # the same draw plain decoding makes
         yield [first]
         pending_aux, pending_tokens = aux, np.append(ids[1:], np.int32(first)).astype(np.int32)
-        # Greedy output never depends on the drafts, so only there may the depth follow timings.
-        chooser = DepthChooser(self.policy.depth) if self.policy.adaptive and params.temperature <= 0 else None
+        # Greedy output never depends on the drafts, so there the depth may follow measured times;
+        # under sampling it follows a fixed cost model, so a seed's draws do not depend on the load.
+        greedy = params.temperature <= 0
+        chooser = None
+        if self.policy.adaptive:
+            chooser = DepthChooser(self.policy.depth, cost=None if greedy else fixed_cost)
         last = None  # (depth, accepted, start time) of the previous round: its cost runs to this round's start,
         # so it includes what the caller does with each round's tokens (plain steps make more rounds)
         while True:
@@ -70,15 +74,16 @@ class SpeculativeGenerator:
                     yield [root]
             policy = self.policy
             depth = chooser.choose() if chooser else policy.depth
-            if depth == 0:  # greedy plain step; the drafter ingests its pair with the next propose
+            if depth == 0:  # a plain step; the drafter ingests its pair with the next propose
                 t0 = time.perf_counter()
-                features, token = self._plain_step(int(pending_tokens[-1]))
+                root = int(pending_tokens[-1])
+                features, tokens = self._plain_step(root) if greedy else self._sampled_plain_step(root, params, rng)
                 self.stats.verify_s += time.perf_counter() - t0
                 self.stats.observe(1, 0)
                 last = (0, 0, t0)
                 pending_aux = np.concatenate([pending_aux, features])
-                pending_tokens = np.append(pending_tokens, np.int32(token)).astype(np.int32)
-                yield [token]
+                pending_tokens = np.concatenate([pending_tokens, tokens]).astype(np.int32)
+                yield tokens.tolist()
                 continue
             if policy.adaptive:
                 policy = TreePolicy.chain(depth)
@@ -103,12 +108,23 @@ class SpeculativeGenerator:
             pending_aux, pending_tokens = verified.features[acc.path], acc.tokens
             yield acc.tokens.tolist()
 
-    def _plain_step(self, root: int) -> tuple[np.ndarray, int]:
+    def _plain_step(self, root: int) -> tuple[np.ndarray, np.ndarray]:
         """One greedy decode step of the target (plain decoding's own call, so the same bits) that
-        also captures the root's drafter features: (features F32[1, F*H], next token)."""
+        also captures the root's drafter features: (features F32[1, F*H], next token int32[1])."""
         out = self.target.forward(np.array([root], np.int32), logits="argmax", capture_aux=True)
         self.target.commit(np.zeros(1, np.int32))
-        return split_aux(out["aux"], len(self.drafter.feature_layers), self.lazy)[0], int(out["argmax"])
+        features = split_aux(out["aux"], len(self.drafter.feature_layers), self.lazy)[0]
+        return features, np.array([out["argmax"]], np.int32)
+
+    def _sampled_plain_step(self, root: int, params, rng) -> tuple[np.ndarray, np.ndarray]:
+        """A round with nothing drafted: the root alone through verify and accept, which draws the
+        next token from the target's distribution with the rounds' own rules and rng."""
+        tree = DraftTree(np.array([root], np.int32), np.array([-1], np.int32), np.zeros(1, np.int32),
+                         np.ones((1, 1), np.uint8))
+        verified = verify(self.target, tree, len(self.drafter.feature_layers), self.lazy)
+        acc = accept(verified, tree, params, rng, self.drafter.target_head)
+        commit(self.target, acc)
+        return verified.features[acc.path], acc.tokens
 
     def _prefill(self, ids: np.ndarray):
         aux_parts, logits = [], None

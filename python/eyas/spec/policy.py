@@ -14,9 +14,9 @@ class TreePolicy:
     """top_k: branching and frontier width; depth: max drafted tokens on a path; total_tokens: tree
     size incl. the root (EAGLE's `total_token`). top_k = 1 gives a chain of `depth` tokens.
 
-    adaptive (chains only): under greedy decoding each round drafts 0..depth tokens, whichever
-    the measured acceptance and round costs say pays best (`eyas.spec.adaptive`); sampling drafts
-    `depth`. The default is `auto()`, an adaptive chain of up to 3: on the 2-core CPU a target
+    adaptive (chains only): each round drafts 0..depth tokens, whichever the recent acceptance and
+    the round costs say pays best (`eyas.spec.adaptive`; costs measured under greedy decoding, a
+    fixed model under sampling). The default is `auto()`, an adaptive chain of up to 3: on the 2-core CPU a target
     forward over N tree nodes costs about 1.5-2.5x a decode step for N = 4-16, so width buys less
     than it costs, and on prompts the drafter predicts badly even a chain does (docs/speculative.md)."""
 
