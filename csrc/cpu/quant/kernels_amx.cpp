@@ -347,7 +347,7 @@ void cols_amx_q4p(const Job& j, int64_t n0, int64_t n1) {
   if (full > n0) {
     const int64_t nb = j.k / 32, rb = j.t * nb;
     uint8_t* base = thread_scratch<kScratchKernel>(3 * size_t(nb) * 640 + size_t(rb) * 12 + 128);
-    const Q4Rows xr = q4_rows(j, base + 3 * size_t(nb) * 640);
+    const Q4Rows xr = q4_rows<K>(j, base + 3 * size_t(nb) * 640);
     const int64_t tile_rows = j.t >= kQ4TileRows ? j.t / 16 * 16 : 0;
     if (tile_rows > 0) {
       TileConfig cfg;
@@ -376,7 +376,7 @@ const Table* table_amx() {
     using namespace amx_impl;
     Table t = *table_avx512();
     t.isa = Isa::Amx;
-    t.cols[kQ8_0] = &cols_amx<kQ8_0, &cols_q8_packed>;
+    t.cols[kQ8_0] = &cols_amx<kQ8_0, &cols_vnni_packed<kQ8_0, &cols_q8_0>>;
     t.q8pack_max_rows = 1;  // from T = 2 the tiles read the GGUF rows as fast
     t.cols[kQ4_0] = &cols_amx_q4p<kQ4_0>;
     t.cols[kQ4_1] = &cols_amx_q4p<kQ4_1>;

@@ -39,10 +39,10 @@ const Table* table_avx512() {
     t.cols[kF32] = &cols_generic<dot_float_v<kF32>, 1>;
     t.cols[kF16] = &cols_generic<dot_float_v<kF16>, 1>;
     t.cols[kBF16] = &cols_generic<dot_float_v<kBF16>, 1>;
-    t.cols[kQ8_0] = &cols_q8_packed;
+    t.cols[kQ8_0] = &cols_vnni_packed<kQ8_0, &cols_q8_0>;
     t.q8pack_max_rows = 4;  // the weight-stream-bound rows; more rows share each weight row from L1
-    t.cols[kQ4_0] = &cols_q4_packed<kQ4_0>;
-    t.cols[kQ4_1] = &cols_q4_packed<kQ4_1>;
+    t.cols[kQ4_0] = &cols_vnni_packed<kQ4_0, &cols_q4x4<kQ4_0>>;
+    t.cols[kQ4_1] = &cols_vnni_packed<kQ4_1, &cols_q4x4<kQ4_1>>;
     t.q4pack_min_rows = 1;
     t.cols[kQ5_0] = &cols_q4x4<kQ5_0>;
     t.cols[kQ5_1] = &cols_q4x4<kQ5_1>;

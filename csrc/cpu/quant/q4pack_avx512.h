@@ -83,9 +83,11 @@ static void q4v_rows(const Job& j, const Q4Rows& xr, const int64_t (&n)[S], int6
 }
 
 // Activation scalars of every row by [row][block] (see Q4Rows), in `mem` (3 * T * K / 32 words).
-// zero_point: the weights' unsigned offset whose dot with x is taken back out (8 for Q4_0's
-// nibbles, 128 for the Q8_0 pack's int8 + 128).
-static Q4Rows q4_rows(const Job& j, uint8_t* mem, int32_t zero_point = 8) {
+// off holds the weights' unsigned offset times sum(x_q), taken back out of the integer dot: 8 for
+// Q4_0's nibbles, 128 for the Q8_0 pack's int8 + 128 (Q4_1 does not use it).
+template <WKind K>
+static Q4Rows q4_rows(const Job& j, uint8_t* mem) {
+  constexpr int32_t zero_point = K == kQ8_0 ? 128 : 8;
   const int64_t nb = j.k / 32, rb = j.t * nb;
   float* dx = reinterpret_cast<float*>(mem);
   float* dsx = dx + rb;
@@ -140,26 +142,15 @@ static void q4v_cols(const Job& j, const Q4Rows& xr, int64_t n0, int64_t n1, int
   }
 }
 
-// AVX-512 table: every row on VNNI over the pack; columns past N / 16 * 16, and every column when
-// there is no pack, on the GGUF path.
-template <WKind K>
-void cols_q4_packed(const Job& j, int64_t n0, int64_t n1) {
+// Every row on VNNI over the pack (the AVX-512 table's Q4 path at any T, its Q8_0 path at
+// T <= q8pack_max_rows, the AMX table's Q8_0 path at T = 1); columns past N / 16 * 16, and every
+// column when there is no pack, on the GGUF path `Fallback`. Same bits either way.
+template <WKind K, ColsFn Fallback>
+void cols_vnni_packed(const Job& j, int64_t n0, int64_t n1) {
   const int64_t full = j.wpack ? n0 + (n1 - n0) / 16 * 16 : n0;
   if (full > n0) {
     uint8_t* base = thread_scratch<kScratchKernel>(size_t(j.t * (j.k / 32)) * 12);
-    q4v_cols<K>(j, q4_rows(j, base), n0, full, 0);
+    q4v_cols<K>(j, q4_rows<K>(j, base), n0, full, 0);
   }
-  if (full < n1) cols_q4x4<K>(j, full, n1);
-}
-
-// Q8_0 at T <= table.q8pack_max_rows: VNNI over the pack (no horizontal sums, several streams),
-// same bits as cols_q8_0; columns past N / 16 * 16, and every column when there is no pack, on
-// the GGUF path.
-inline void cols_q8_packed(const Job& j, int64_t n0, int64_t n1) {
-  const int64_t full = j.wpack ? n0 + (n1 - n0) / 16 * 16 : n0;
-  if (full > n0) {
-    uint8_t* base = thread_scratch<kScratchKernel>(size_t(j.t * (j.k / 32)) * 12);
-    q4v_cols<kQ8_0>(j, q4_rows(j, base, 128), n0, full, 0);
-  }
-  if (full < n1) cols_q8_0(j, full, n1);
+  if (full < n1) Fallback(j, full, n1);
 }
