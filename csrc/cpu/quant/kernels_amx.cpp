@@ -28,9 +28,9 @@ static inline float H2F(uint16_t h) { return _cvtsh_ss(h); }  // F16C: exact, as
 #include "cpu/quant/simd_avx512.h"
 #include "cpu/quant/q4pack_avx512.h"
 
-// Tile paths from this many activation rows; Q8_0 reads its weights as A tiles with no unpacking,
-// which pays from T = 2 (T = 2..16 cost about one T = 1 pass). Q4_0/Q4_1 take the packed path
-// below (activations as A tiles) from T = 2.
+// Tile paths from this many activation rows. Q8_0 reads its weights as A tiles with no unpacking
+// (T = 2..16 cost about 2x a T = 1 pass from DRAM) unless the call has the VNNI pack (T <= 4).
+// Q4_0/Q4_1 take the packed path below (activations as A tiles) from T = 16.
 constexpr int64_t kAmxMinRows = 4;
 constexpr int64_t kAmxMinRowsQ8 = 2;
 
@@ -56,6 +56,7 @@ static bool b_tile_path(WKind k, int64_t t) {
 void prepare(Job& job, WKind kind) {
   job.extra = nullptr;
   if (!legacy(kind) || !b_tile_path(kind, job.t) || job.n < 16) return;
+  if (kind == kQ8_0 && job.wpack) return;  // the VNNI pack path streams faster (see q8pack_max_rows)
   thread_local Prep prep;
   const int64_t nb = job.k / 32, groups = (job.t + 15) / 16, tp = groups * 16;
   const size_t vbytes = size_t(nb * groups * 512), fbytes = size_t(nb * tp * 4);
@@ -377,7 +378,7 @@ const Table* table_amx() {
     Table t = *table_avx512();
     t.isa = Isa::Amx;
     t.cols[kQ8_0] = &cols_amx<kQ8_0, &cols_vnni_packed<kQ8_0, &cols_q8_0>>;
-    t.q8pack_max_rows = 1;  // from T = 2 the tiles read the GGUF rows as fast
+    t.q8pack_max_rows = 4;  // T <= 4 streams the pack at ~1.1x the T = 1 time; tiles over GGUF rows take ~2x
     t.cols[kQ4_0] = &cols_amx_q4p<kQ4_0>;
     t.cols[kQ4_1] = &cols_amx_q4p<kQ4_1>;
     t.q4pack_min_rows = 1;
