@@ -93,7 +93,7 @@ int main() {
                          DType::Q5_K, DType::Q6_K, DType::F16, DType::BF16, DType::F32};
   // N x K of SmolLM2-135M: gate/up, down, q/o, lm_head (K-quants: K = 768 or 1536, multiples of 256)
   const int64_t shapes[][2] = {{1536, 576}, {576, 1536}, {576, 576}, {49152, 576}};
-  const int rows[] = {1, 2, 4, 8, 16, 32, 64, 128};
+  const int rows[] = {1, 2, 3, 4, 5, 6, 8, 12, 16, 32, 48, 64, 128};
   std::mt19937 rng(1234);
   std::printf("bench_matmul  isa=%s  (time per call; GB/s = weight bytes / time; ratio = time / time at T=1)\n",
               cpu::matmul_isa());

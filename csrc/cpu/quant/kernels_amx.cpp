@@ -29,7 +29,7 @@ static inline float H2F(uint16_t h) { return _cvtsh_ss(h); }  // F16C: exact, as
 #include "cpu/quant/q4pack_avx512.h"
 
 // Tile paths from this many activation rows. Q8_0 reads its weights as A tiles with no unpacking
-// (T = 2..16 cost about 2x a T = 1 pass from DRAM) unless the call has the VNNI pack (T <= 4).
+// (T = 2..16 cost about 2x a T = 1 pass from DRAM) unless the call has the VNNI pack (T <= 6).
 // Q4_0/Q4_1 take the packed path below (activations as A tiles) from T = 16.
 constexpr int64_t kAmxMinRows = 4;
 constexpr int64_t kAmxMinRowsQ8 = 2;
@@ -378,7 +378,7 @@ const Table* table_amx() {
     Table t = *table_avx512();
     t.isa = Isa::Amx;
     t.cols[kQ8_0] = &cols_amx<kQ8_0, &cols_vnni_packed<kQ8_0, &cols_q8_0>>;
-    t.q8pack_max_rows = 4;  // T <= 4 streams the pack at ~1.1x the T = 1 time; tiles over GGUF rows take ~2x
+    t.q8pack_max_rows = 6;  // cold: the pack streams T = 4 at ~1.2x the T = 1 time, tiles take ~2x; even at T = 8
     t.cols[kQ4_0] = &cols_amx_q4p<kQ4_0>;
     t.cols[kQ4_1] = &cols_amx_q4p<kQ4_1>;
     t.q4pack_min_rows = 1;
