@@ -64,14 +64,15 @@ void attend_scalar(const float* qr, const float* kh, const float* vh, const int3
 #if EYAS_X86
 // Scores of up to 16 keys at once: 16 lane-accumulators per key, then a transposing reduction whose
 // additions are exactly fold16's (lanes[l] + lanes[l + s], s = 8, 4, 2, 1), so each key's score has the
-// bits of the scalar path. kp: 16 row pointers (unused ones repeat a valid row).
-__attribute__((target("avx512f"))) inline __m512 scores16(const float* qr, const float* const* kp, int D) {
+// bits of the scalar path. kp(k): row of key k of the 16 (unused ones repeat a valid row).
+template <typename KeyRow>
+__attribute__((target("avx512f"), always_inline)) inline __m512 scores16(const float* qr, KeyRow kp, int D) {
   __m512 A[16];
   for (int k = 0; k < 16; ++k) A[k] = _mm512_setzero_ps();
   for (int c = 0; c < D; c += 16) {
     const __m512 qv = _mm512_loadu_ps(qr + c);
 #pragma GCC unroll 16
-    for (int k = 0; k < 16; ++k) A[k] = _mm512_fmadd_ps(qv, _mm512_loadu_ps(kp[k] + c), A[k]);
+    for (int k = 0; k < 16; ++k) A[k] = _mm512_fmadd_ps(qv, _mm512_loadu_ps(kp(k) + c), A[k]);
   }
   __m512 B[8], C[4], Dv[2];
   for (int j = 0; j < 8; ++j)  // lanes l + (l + 8)
@@ -88,17 +89,17 @@ __attribute__((target("avx512f"))) inline __m512 scores16(const float* qr, const
   return _mm512_permutexvar_ps(idx, E);
 }
 
-// acc0/acc1 (in memory, D floats each) += e[p] * v[slot p][d0 .. d0 + 16 NG) for p in [p0, p1): even p
+// acc0/acc1 (in memory, D floats each) += e[p] * v_row(p)[d0 .. d0 + 16 NG) for p in [p0, p1): even p
 // into acc0, odd p into acc1, in p order. p0 is even, so resuming block after block keeps the sequence.
-template <int NG>
-__attribute__((target("avx512f"))) inline void pv_block(const float* vh, const int32_t* slots, const float* e, int p0,
-                                                       int p1, int D, int d0, float* acc0, float* acc1) {
+template <int NG, typename ValueRow>
+__attribute__((target("avx512f"), always_inline)) inline void pv_block(ValueRow v_row, const float* e, int p0, int p1,
+                                                                      int d0, float* acc0, float* acc1) {
   __m512 a0[NG], a1[NG];
   for (int g = 0; g < NG; ++g) a0[g] = _mm512_loadu_ps(acc0 + d0 + 16 * g), a1[g] = _mm512_loadu_ps(acc1 + d0 + 16 * g);
   int p = p0;
   for (; p + 2 <= p1; p += 2) {
-    const float* v0 = vh + int64_t(slots[p]) * D + d0;
-    const float* v1 = vh + int64_t(slots[p + 1]) * D + d0;
+    const float* v0 = v_row(p) + d0;
+    const float* v1 = v_row(p + 1) + d0;
     const __m512 e0 = _mm512_set1_ps(e[p]), e1 = _mm512_set1_ps(e[p + 1]);
 #pragma GCC unroll 4
     for (int g = 0; g < NG; ++g) {
@@ -107,23 +108,35 @@ __attribute__((target("avx512f"))) inline void pv_block(const float* vh, const i
     }
   }
   if (p < p1) {
-    const float* v0 = vh + int64_t(slots[p]) * D + d0;
+    const float* v0 = v_row(p) + d0;
     const __m512 e0 = _mm512_set1_ps(e[p]);
     for (int g = 0; g < NG; ++g) a0[g] = _mm512_fmadd_ps(e0, _mm512_loadu_ps(v0 + 16 * g), a0[g]);
   }
   for (int g = 0; g < NG; ++g) _mm512_storeu_ps(acc0 + d0 + 16 * g, a0[g]), _mm512_storeu_ps(acc1 + d0 + 16 * g, a1[g]);
 }
 
-__attribute__((target("avx512f"))) void pv_range(const float* vh, const int32_t* slots, const float* e, int p0, int p1,
-                                                 int D, float* acc0, float* acc1) {
+template <typename ValueRow>
+__attribute__((target("avx512f"))) void pv_rows(ValueRow v_row, const float* e, int p0, int p1, int D, float* acc0,
+                                                float* acc1) {
   int d0 = 0;
-  for (; d0 + 64 <= D; d0 += 64) pv_block<4>(vh, slots, e, p0, p1, D, d0, acc0, acc1);
+  for (; d0 + 64 <= D; d0 += 64) pv_block<4>(v_row, e, p0, p1, d0, acc0, acc1);
   switch ((D - d0) / 16) {
-    case 3: pv_block<3>(vh, slots, e, p0, p1, D, d0, acc0, acc1); break;
-    case 2: pv_block<2>(vh, slots, e, p0, p1, D, d0, acc0, acc1); break;
-    case 1: pv_block<1>(vh, slots, e, p0, p1, D, d0, acc0, acc1); break;
+    case 3: pv_block<3>(v_row, e, p0, p1, d0, acc0, acc1); break;
+    case 2: pv_block<2>(v_row, e, p0, p1, d0, acc0, acc1); break;
+    case 1: pv_block<1>(v_row, e, p0, p1, d0, acc0, acc1); break;
     default: break;
   }
+}
+
+// Visible positions [p0, p1) of one item (p0 even). The committed prefix is slots 0..prefix-1 in
+// order, so its rows are addressed directly (no slot lookups: ~2x faster per key); the split point
+// is even so the even/odd accumulator sequence carries on.
+__attribute__((target("avx512f"))) void pv_range(const float* vh, const int32_t* slots, const float* e, int p0, int p1,
+                                                 int prefix, int D, float* acc0, float* acc1) {
+  const int split = std::max(p0, std::min(p1, prefix & ~1));
+  if (split > p0) pv_rows([vh, D](int p) { return vh + int64_t(p) * D; }, e, p0, split, D, acc0, acc1);
+  if (p1 > split)
+    pv_rows([vh, slots, D](int p) { return vh + int64_t(slots[p]) * D; }, e, split, p1, D, acc0, acc1);
 }
 
 // Per-thread scratch of one tile: a slot list per query, scores and accumulators per item.
@@ -165,8 +178,15 @@ __attribute__((target("avx512f"))) void attend_tile_avx512(const AttentionArgs& 
       float* s = sc.scores.data() + int64_t(it) * stride;
       for (int p0 = b0; p0 < b1; p0 += 16) {
         const int nk = std::min(16, nt - p0);
-        for (int k = 0; k < 16; ++k) kp[k] = kh + int64_t(sl[p0 + (k < nk ? k : 0)]) * D;
-        _mm512_mask_storeu_ps(s + p0, tail_mask(nk), _mm512_mul_ps(scores16(item_q(it), kp, D), sc_v));
+        __m512 sv;
+        if (p0 + 16 <= a.prefix_len) {  // 16 prefix keys: consecutive rows
+          const float* kb = kh + int64_t(p0) * D;
+          sv = scores16(item_q(it), [kb, D](int k) { return kb + int64_t(k) * D; }, D);
+        } else {
+          for (int k = 0; k < 16; ++k) kp[k] = kh + int64_t(sl[p0 + (k < nk ? k : 0)]) * D;
+          sv = scores16(item_q(it), [&kp](int k) { return kp[k]; }, D);
+        }
+        _mm512_mask_storeu_ps(s + p0, tail_mask(nk), _mm512_mul_ps(sv, sc_v));
       }
     }
   // 2. max, exp, sum per item
@@ -194,7 +214,7 @@ __attribute__((target("avx512f"))) void attend_tile_avx512(const AttentionArgs& 
       const int t = it / group, b1 = std::min(b0 + block, n[t]);
       if (b0 >= b1) continue;
       float* acc = sc.acc.data() + int64_t(it) * 2 * D;
-      pv_range(vh, sc.slots.data() + int64_t(t) * stride, sc.scores.data() + int64_t(it) * stride, b0, b1, D, acc,
+      pv_range(vh, sc.slots.data() + int64_t(t) * stride, sc.scores.data() + int64_t(it) * stride, b0, b1, a.prefix_len, D, acc,
                acc + D);
     }
   for (int it = 0; it < items; ++it) {
