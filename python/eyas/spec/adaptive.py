@@ -17,9 +17,9 @@ from __future__ import annotations
 
 def fixed_cost(d: int) -> float:
     """A round drafting d tokens in plain decode steps, as measured on the 2-core reference CPU
-    (docs/speculative.md: propose + verify + accept of chains of 1-4 cost 1.57, 1.76, 2.06 and 2.5
-    steps)."""
-    return 1.0 if d == 0 else 1.3 + 0.28 * d
+    (docs/speculative.md: propose + verify + accept of chains of 1-4 cost 1.33-1.41, 1.64,
+    1.92-1.99 and 2.42-2.44 steps)."""
+    return 1.0 + 0.35 * d
 
 
 class DepthChooser:
