@@ -51,7 +51,8 @@ def timed(fn) -> float:
 
 def bench_threads(model, threads, args, rng):
     dev = _core.Device("cpu", threads)
-    m = _core.Transformer(model.spec, model.weights, max_context=args.prompt + args.new_tokens + 128, device=dev)
+    m = _core.Transformer(model.spec, model.weights, max_context=args.prompt + args.new_tokens + 128, device=dev,
+                          kv_dtype=args.kv_dtype)
     V = model.spec["vocab_size"]
     prompt = rng.integers(0, V, args.prompt).astype(np.int32)
 
@@ -105,12 +106,13 @@ def main():
     ap.add_argument("--trees", type=int, nargs="+", default=[1, 8, 16, 32, 64])
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--verify-repeats", type=int, default=20)
+    ap.add_argument("--kv-dtype", choices=("f32", "f16"), default="f32", help="KV cache precision")
     args = ap.parse_args()
     model = load_model(args.model or default_model())
     rng = np.random.default_rng(0)
     rows = {t: bench_threads(model, t, args, rng) for t in args.threads}
 
-    print(f"model: {model.path.name}  prompt={args.prompt}  new_tokens={args.new_tokens}  "
+    print(f"model: {model.path.name}  kv={args.kv_dtype}  prompt={args.prompt}  new_tokens={args.new_tokens}  "
           f"median of {args.repeats} (verify: {args.verify_repeats})  load average: {os.getloadavg()[0]:.1f}")
     print("verify: a random tree of T nodes after the prompt (logits for all nodes), as a multiple of the median step")
     head = ["threads", "prefill tok/s", "decode tok/s", "median step ms (tok/s)"] + [f"verify{T} x step" for T in args.trees]

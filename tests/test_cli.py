@@ -18,7 +18,7 @@ def tiny(tmp_path_factory):
 
 @pytest.fixture(autouse=True)
 def one_thread_models(monkeypatch):
-    monkeypatch.setattr(api, "make_transformer", lambda spec, w, max_context, aux_layers:
+    monkeypatch.setattr(api, "make_transformer", lambda spec, w, max_context, aux_layers, kv_dtype="f32":
                         backend.make_model(spec, w, max_context=max_context, aux_layers=aux_layers))
 
 

@@ -18,7 +18,7 @@ def tiny_path(tmp_path_factory):
 
 @pytest.fixture
 def model(tiny_path, monkeypatch):
-    monkeypatch.setattr(api, "make_transformer", lambda spec, w, max_context, aux_layers:
+    monkeypatch.setattr(api, "make_transformer", lambda spec, w, max_context, aux_layers, kv_dtype="f32":
                         backend.make_model(spec, w, max_context=max_context, aux_layers=aux_layers))
     return api.load(str(tiny_path), drafter="none", max_context=64)
 

@@ -157,7 +157,8 @@ EYAS_BINDINGS(model_transformer) {
       .def(
           "__init__",
           [](Transformer* self, nb::dict spec, nb::dict weights, int max_context, std::optional<std::vector<int>> aux_layers,
-             std::shared_ptr<Device> device, int chunk, bool fuse) {
+             std::shared_ptr<Device> device, int chunk, bool fuse, const std::string& kv_dtype) {
+            if (kv_dtype != "f32" && kv_dtype != "f16") fail(kOp, "kv_dtype must be 'f32' or 'f16', got '" + kv_dtype + "'");
             model::ModelSpec s = parse_spec(spec);
             model::WeightMap w;
             for (auto [k, v] : weights) {
@@ -172,12 +173,14 @@ EYAS_BINDINGS(model_transformer) {
               aux = {2, s.num_layers / 2, s.num_layers - 3};  // EAGLE-3's capture layers
             }
             new (self) Transformer(std::move(s), std::move(w), max_context, std::move(aux),
-                                   device ? device : bind::default_device(), chunk, fuse);
+                                   device ? device : bind::default_device(), chunk, fuse,
+                                   kv_dtype == "f16" ? DType::F16 : DType::F32);
           },
           "spec"_a, "weights"_a, nb::kw_only(), "max_context"_a = 4096, "aux_layers"_a = nb::none(),
-          "device"_a = nb::none(), "chunk"_a = 256, "fuse"_a = true,
+          "device"_a = nb::none(), "chunk"_a = 256, "fuse"_a = true, "kv_dtype"_a = "f32",
           "spec/weights: docs/model_spec.md. aux_layers default to EAGLE-3's [2, L//2, L-3].\n"
-          "chunk: rows per prefill step. fuse: one matmul for q|k|v and for gate|up (a weight copy; same bits).")
+          "chunk: rows per prefill step. fuse: one matmul for q|k|v and for gate|up (a weight copy; same bits).\n"
+          "kv_dtype: 'f32' or 'f16' (the KV cache in half precision: half the bytes attention reads).")
       .def(
           "forward",
           [](Transformer& m, nb::handle tokens, std::optional<nb::handle> mask, std::optional<nb::handle> depths,

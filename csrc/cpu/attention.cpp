@@ -4,7 +4,8 @@
 //   2. m = max s; e[p] = exp(s[p] - m); l = fold16(e summed into lane p % 16)
 //   3. o = (sum over even p of e[p] v[p] + sum over odd p of e[p] v[p]) / l, each sum in p order
 // Every step depends only on the position p in the visible list, so a tree query gives the same bits
-// as a T=1 decode over the same keys laid out contiguously, at any T and thread count.
+// as a T=1 decode over the same keys laid out contiguously, at any T and thread count. An F16 cache
+// is read through an exact conversion to float, so the reduction is the same.
 #include "cpu/attention.h"
 
 #include <algorithm>
@@ -12,12 +13,17 @@
 #include <limits>
 #include <vector>
 
+#include "cpu/quant/formats.h"
 #include "cpu/softmax_exp.h"
 
 namespace eyas::cpu {
 namespace {
 
 constexpr int kMaxHeadDim = 512;
+
+// A cache element as float: F32 as is, F16 (stored as uint16_t) exactly converted.
+inline float kv_value(float x) { return x; }
+inline float kv_value(uint16_t h) { return quant::h2f(h); }
 
 // Writes query i's visible new slots after the prefix part of `slots` (filled once per thread).
 int collect_new_slots(const AttentionArgs& a, const uint8_t* mask, int i, int32_t* slots) {
@@ -30,17 +36,18 @@ int collect_new_slots(const AttentionArgs& a, const uint8_t* mask, int i, int32_
 }
 
 // kh, vh: one KV head [capacity, D]; s: scratch [n]; out: [D].
-void attend_scalar(const float* qr, const float* kh, const float* vh, const int32_t* slots, int n, int D, float scale,
+template <typename KV>
+void attend_scalar(const float* qr, const KV* kh, const KV* vh, const int32_t* slots, int n, int D, float scale,
                    float* s, float* out) {
   if (n == 0) {
     std::fill(out, out + D, 0.0f);
     return;
   }
   for (int p = 0; p < n; ++p) {
-    const float* kr = kh + int64_t(slots[p]) * D;
+    const KV* kr = kh + int64_t(slots[p]) * D;
     float lanes[16] = {0};
     for (int c = 0; c < D; c += 16)
-      for (int l = 0; l < 16; ++l) lanes[l] = std::fma(qr[c + l], kr[c + l], lanes[l]);
+      for (int l = 0; l < 16; ++l) lanes[l] = std::fma(qr[c + l], kv_value(kr[c + l]), lanes[l]);
     s[p] = fold16_scalar(lanes) * scale;
   }
   float m = -std::numeric_limits<float>::infinity();
@@ -54,14 +61,20 @@ void attend_scalar(const float* qr, const float* kh, const float* vh, const int3
   const float l = fold16_scalar(lanes);
   float acc[2][kMaxHeadDim] = {};
   for (int p = 0; p < n; ++p) {
-    const float* vr = vh + int64_t(slots[p]) * D;
+    const KV* vr = vh + int64_t(slots[p]) * D;
     float* ac = acc[p & 1];
-    for (int d = 0; d < D; ++d) ac[d] = std::fma(s[p], vr[d], ac[d]);
+    for (int d = 0; d < D; ++d) ac[d] = std::fma(s[p], kv_value(vr[d]), ac[d]);
   }
   for (int d = 0; d < D; ++d) out[d] = (acc[0][d] + acc[1][d]) / l;
 }
 
 #if EYAS_X86
+// 16 cache elements as floats.
+__attribute__((target("avx512f"))) inline __m512 load16(const float* p) { return _mm512_loadu_ps(p); }
+__attribute__((target("avx512f"))) inline __m512 load16(const uint16_t* p) {
+  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+}
+
 // Scores of up to 16 keys at once: 16 lane-accumulators per key, then a transposing reduction whose
 // additions are exactly fold16's (lanes[l] + lanes[l + s], s = 8, 4, 2, 1), so each key's score has the
 // bits of the scalar path. kp(k): row of key k of the 16 (unused ones repeat a valid row).
@@ -72,7 +85,7 @@ __attribute__((target("avx512f"), always_inline)) inline __m512 scores16(const f
   for (int c = 0; c < D; c += 16) {
     const __m512 qv = _mm512_loadu_ps(qr + c);
 #pragma GCC unroll 16
-    for (int k = 0; k < 16; ++k) A[k] = _mm512_fmadd_ps(qv, _mm512_loadu_ps(kp(k) + c), A[k]);
+    for (int k = 0; k < 16; ++k) A[k] = _mm512_fmadd_ps(qv, load16(kp(k) + c), A[k]);
   }
   __m512 B[8], C[4], Dv[2];
   for (int j = 0; j < 8; ++j)  // lanes l + (l + 8)
@@ -98,19 +111,19 @@ __attribute__((target("avx512f"), always_inline)) inline void pv_block(ValueRow 
   for (int g = 0; g < NG; ++g) a0[g] = _mm512_loadu_ps(acc0 + d0 + 16 * g), a1[g] = _mm512_loadu_ps(acc1 + d0 + 16 * g);
   int p = p0;
   for (; p + 2 <= p1; p += 2) {
-    const float* v0 = v_row(p) + d0;
-    const float* v1 = v_row(p + 1) + d0;
+    const auto* v0 = v_row(p) + d0;
+    const auto* v1 = v_row(p + 1) + d0;
     const __m512 e0 = _mm512_set1_ps(e[p]), e1 = _mm512_set1_ps(e[p + 1]);
 #pragma GCC unroll 4
     for (int g = 0; g < NG; ++g) {
-      a0[g] = _mm512_fmadd_ps(e0, _mm512_loadu_ps(v0 + 16 * g), a0[g]);
-      a1[g] = _mm512_fmadd_ps(e1, _mm512_loadu_ps(v1 + 16 * g), a1[g]);
+      a0[g] = _mm512_fmadd_ps(e0, load16(v0 + 16 * g), a0[g]);
+      a1[g] = _mm512_fmadd_ps(e1, load16(v1 + 16 * g), a1[g]);
     }
   }
   if (p < p1) {
-    const float* v0 = v_row(p) + d0;
+    const auto* v0 = v_row(p) + d0;
     const __m512 e0 = _mm512_set1_ps(e[p]);
-    for (int g = 0; g < NG; ++g) a0[g] = _mm512_fmadd_ps(e0, _mm512_loadu_ps(v0 + 16 * g), a0[g]);
+    for (int g = 0; g < NG; ++g) a0[g] = _mm512_fmadd_ps(e0, load16(v0 + 16 * g), a0[g]);
   }
   for (int g = 0; g < NG; ++g) _mm512_storeu_ps(acc0 + d0 + 16 * g, a0[g]), _mm512_storeu_ps(acc1 + d0 + 16 * g, a1[g]);
 }
@@ -131,7 +144,8 @@ __attribute__((target("avx512f"))) void pv_rows(ValueRow v_row, const float* e, 
 // Visible positions [p0, p1) of one item (p0 even). The committed prefix is slots 0..prefix-1 in
 // order, so its rows are addressed directly (no slot lookups: ~2x faster per key); the split point
 // is even so the even/odd accumulator sequence carries on.
-__attribute__((target("avx512f"))) void pv_range(const float* vh, const int32_t* slots, const float* e, int p0, int p1,
+template <typename KV>
+__attribute__((target("avx512f"))) void pv_range(const KV* vh, const int32_t* slots, const float* e, int p0, int p1,
                                                  int prefix, int D, float* acc0, float* acc1) {
   const int split = std::max(p0, std::min(p1, prefix & ~1));
   if (split > p0) pv_rows([vh, D](int p) { return vh + int64_t(p) * D; }, e, p0, split, D, acc0, acc1);
@@ -150,8 +164,9 @@ struct TileScratch {
 // One tile = queries [i0, i1) x query heads [h0, h1) of kv head g. Each item (query, head) runs
 // exactly attend_scalar's operations; the tile only interleaves items block by block so a block of
 // K/V rows is read from memory once for all of them instead of once per item.
+template <typename KV>
 __attribute__((target("avx512f"))) void attend_tile_avx512(const AttentionArgs& a, const uint8_t* mask,
-                                                           const float* q, const float* kh, const float* vh, float* o,
+                                                           const float* q, const KV* kh, const KV* vh, float* o,
                                                            int i0, int i1, int h0, int h1, TileScratch& sc) {
   const int D = a.head_dim, group = h1 - h0, nq = i1 - i0, items = nq * group;
   const int64_t stride = int64_t(a.prefix_len) + a.n_new + 16;
@@ -169,7 +184,7 @@ __attribute__((target("avx512f"))) void attend_tile_avx512(const AttentionArgs& 
   }
   auto item_q = [&](int it) { return q + (int64_t(i0 + it / group) * a.n_heads + h0 + it % group) * D; };
   const __m512 sc_v = _mm512_set1_ps(a.scale);
-  const float* kp[16];
+  const KV* kp[16];
   // 1. scores
   for (int b0 = 0; b0 < max_n; b0 += block)
     for (int it = 0; it < items; ++it) {
@@ -180,7 +195,7 @@ __attribute__((target("avx512f"))) void attend_tile_avx512(const AttentionArgs& 
         const int nk = std::min(16, nt - p0);
         __m512 sv;
         if (p0 + 16 <= a.prefix_len) {  // 16 prefix keys: consecutive rows
-          const float* kb = kh + int64_t(p0) * D;
+          const KV* kb = kh + int64_t(p0) * D;
           sv = scores16(item_q(it), [kb, D](int k) { return kb + int64_t(k) * D; }, D);
         } else {
           for (int k = 0; k < 16; ++k) kp[k] = kh + int64_t(sl[p0 + (k < nk ? k : 0)]) * D;
@@ -233,8 +248,9 @@ __attribute__((target("avx512f"))) void attend_tile_avx512(const AttentionArgs& 
 
 }  // namespace
 
-void attention(const AttentionArgs& a, const float* q, const float* k, const float* v, const uint8_t* mask, float* o,
-               ThreadPool& pool) {
+template <typename KV>
+static void attention_kv(const AttentionArgs& a, const float* q, const KV* k, const KV* v, const uint8_t* mask, float* o,
+                  ThreadPool& pool) {
   const int D = a.head_dim, group = a.n_heads / a.n_kv_heads;
 #if EYAS_X86
   if (use_avx512()) {
@@ -279,6 +295,14 @@ void attention(const AttentionArgs& a, const float* q, const float* k, const flo
                     scores.data(), o + (int64_t(i) * a.n_heads + h) * D);
     }
   });
+}
+
+void attention(const AttentionArgs& a, const float* q, const void* k, const void* v, bool kv_f16, const uint8_t* mask,
+               float* o, ThreadPool& pool) {
+  if (kv_f16)
+    attention_kv(a, q, static_cast<const uint16_t*>(k), static_cast<const uint16_t*>(v), mask, o, pool);
+  else
+    attention_kv(a, q, static_cast<const float*>(k), static_cast<const float*>(v), mask, o, pool);
 }
 
 }  // namespace eyas::cpu

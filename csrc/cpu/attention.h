@@ -7,8 +7,9 @@
 
 namespace eyas::cpu {
 
-// q, o: [n_q, n_heads, D]; k, v: [n_kv_heads, capacity, D]; mask: [n_q, n_new] or null (causal).
-void attention(const AttentionArgs& a, const float* q, const float* k, const float* v, const uint8_t* mask, float* o,
-               ThreadPool& pool);
+// q, o: F32[n_q, n_heads, D]; k, v: [n_kv_heads, capacity, D] of F32, or F16 (uint16_t) when kv_f16;
+// mask: [n_q, n_new] or null (causal).
+void attention(const AttentionArgs& a, const float* q, const void* k, const void* v, bool kv_f16, const uint8_t* mask,
+               float* o, ThreadPool& pool);
 
 }  // namespace eyas::cpu

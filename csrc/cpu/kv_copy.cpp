@@ -3,44 +3,53 @@
 #include <cstring>
 #include <vector>
 
+#include "cpu/quant/formats.h"
+
 namespace eyas::cpu {
 
-void kv_write(const KvCopyArgs& a, const float* src, float* cache, ThreadPool& pool) {
+void kv_write(const KvCopyArgs& a, const float* src, void* cache, bool f16, ThreadPool& pool) {
   const int64_t D = a.head_dim, rows = a.rows;
   auto body = [&](int tid, int nth) {
     int64_t w0, w1;
     ThreadPool::split(rows * a.n_kv_heads, tid, nth, 1, &w0, &w1);
     for (int64_t w = w0; w < w1; ++w) {
-      const int64_t h = w / rows, t = w % rows;
-      std::memcpy(cache + (h * a.capacity + a.dst_start + t) * D, src + (t * a.n_kv_heads + h) * D, D * sizeof(float));
+      const int64_t h = w / rows, t = w % rows, dst = (h * a.capacity + a.dst_start + t) * D;
+      const float* s = src + (t * a.n_kv_heads + h) * D;
+      if (f16) {
+        uint16_t* d = static_cast<uint16_t*>(cache) + dst;
+        for (int64_t i = 0; i < D; ++i) d[i] = quant::f2h(s[i]);
+      } else {
+        std::memcpy(static_cast<float*>(cache) + dst, s, D * sizeof(float));
+      }
     }
   };
   // A decode step writes a few hundred bytes: waking the pool would cost more than the copy.
   if (rows * a.n_kv_heads * D < 16384) body(0, 1); else pool.run(body);
 }
 
-void kv_move_rows(const KvCopyArgs& a, const int32_t* src_slots, float* cache, ThreadPool& pool) {
-  const int64_t D = a.head_dim, m = a.rows;
+void kv_move_rows(const KvCopyArgs& a, const int32_t* src_slots, void* cache, size_t elem_bytes, ThreadPool& pool) {
+  const int64_t m = a.rows;
+  const size_t row = size_t(a.head_dim) * elem_bytes;
   // Moving in increasing order is safe when no source is overwritten before it is read.
   bool in_order = true;
   for (int64_t i = 0; i < m; ++i) in_order = in_order && src_slots[i] >= a.dst_start + i;
   auto body = [&](int tid, int nth) {
     int64_t h0, h1;
     ThreadPool::split(a.n_kv_heads, tid, nth, 1, &h0, &h1);
-    std::vector<float> tmp(in_order ? 0 : size_t(m * D));
+    std::vector<uint8_t> tmp(in_order ? 0 : size_t(m) * row);
     for (int64_t h = h0; h < h1; ++h) {
-      float* head = cache + h * a.capacity * D;
+      uint8_t* head = static_cast<uint8_t*>(cache) + size_t(h) * size_t(a.capacity) * row;
       if (in_order) {
         for (int64_t i = 0; i < m; ++i)
           if (src_slots[i] != a.dst_start + i)
-            std::memcpy(head + (a.dst_start + i) * D, head + int64_t(src_slots[i]) * D, D * sizeof(float));
+            std::memcpy(head + size_t(a.dst_start + i) * row, head + size_t(src_slots[i]) * row, row);
       } else {
-        for (int64_t i = 0; i < m; ++i) std::memcpy(tmp.data() + i * D, head + int64_t(src_slots[i]) * D, D * sizeof(float));
-        std::memcpy(head + a.dst_start * D, tmp.data(), m * D * sizeof(float));
+        for (int64_t i = 0; i < m; ++i) std::memcpy(tmp.data() + size_t(i) * row, head + size_t(src_slots[i]) * row, row);
+        std::memcpy(head + size_t(a.dst_start) * row, tmp.data(), size_t(m) * row);
       }
     }
   };
-  if (m * a.n_kv_heads * D < 16384) body(0, 1); else pool.run(body);
+  if (m * a.n_kv_heads * a.head_dim < 16384) body(0, 1); else pool.run(body);
 }
 
 }  // namespace eyas::cpu

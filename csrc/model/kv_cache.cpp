@@ -4,11 +4,12 @@
 
 namespace eyas::model {
 
-KVCache::KVCache(int num_layers, int num_kv_heads, int capacity, int head_dim) : capacity_(capacity) {
+KVCache::KVCache(int num_layers, int num_kv_heads, int capacity, int head_dim, DType dtype) : capacity_(capacity) {
   if (capacity < 1) fail("KVCache", "capacity must be >= 1, got " + std::to_string(capacity));
+  if (dtype != DType::F32 && dtype != DType::F16) fail("KVCache", "the cache holds F32 or F16");
   for (int l = 0; l < num_layers; ++l) {
-    k_.push_back(Tensor::empty(DType::F32, {num_kv_heads, capacity, head_dim}));
-    v_.push_back(Tensor::empty(DType::F32, {num_kv_heads, capacity, head_dim}));
+    k_.push_back(Tensor::empty(dtype, {num_kv_heads, capacity, head_dim}));
+    v_.push_back(Tensor::empty(dtype, {num_kv_heads, capacity, head_dim}));
   }
 }
 

@@ -1,4 +1,4 @@
-// Per-layer K and V caches, F32[n_kv_heads, capacity, head_dim] (slot-major per head, so a
+// Per-layer K and V caches, F32 or F16 [n_kv_heads, capacity, head_dim] (slot-major per head, so a
 // query's visible keys are contiguous rows). Slots [0, length) are committed; a forward writes
 // its T new rows at [length, length + T) and commit() keeps a subset of them.
 #pragma once
@@ -10,7 +10,8 @@ namespace eyas::model {
 
 class KVCache {
  public:
-  KVCache(int num_layers, int num_kv_heads, int capacity, int head_dim);
+  // dtype: F32, or F16 (half the bytes attention reads; values rounded to nearest even on write).
+  KVCache(int num_layers, int num_kv_heads, int capacity, int head_dim, DType dtype = DType::F32);
 
   const Tensor& k(int layer) const { return k_[layer]; }
   const Tensor& v(int layer) const { return v_[layer]; }

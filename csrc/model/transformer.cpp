@@ -71,13 +71,13 @@ Tensor reshape(const Tensor& t, std::vector<int64_t> shape) {
 }  // namespace
 
 Transformer::Transformer(ModelSpec spec, WeightMap weights, int max_context, std::vector<int> aux_layers,
-                         std::shared_ptr<Device> device, int chunk, bool fuse)
+                         std::shared_ptr<Device> device, int chunk, bool fuse, DType kv_dtype)
     : spec_(std::move(spec)),
       device_(std::move(device)),
       aux_layers_(std::move(aux_layers)),
       chunk_(chunk),
       cache_((validate_spec(spec_), spec_.num_layers), spec_.num_kv_heads,
-             max_context >= 1 ? max_context : (fail(kOp, "max_context must be >= 1"), 1), spec_.head_dim),
+             max_context >= 1 ? max_context : (fail(kOp, "max_context must be >= 1"), 1), spec_.head_dim, kv_dtype),
       enc_(device_ ? *device_ : (fail(kOp, "no device"), *device_)) {
   if (chunk_ < 1) fail(kOp, "chunk must be >= 1");
   for (int a : aux_layers_)

@@ -39,8 +39,9 @@ class Transformer {
   // chunk: rows per prefill step; results do not depend on it (batch-invariant kernels).
   // fuse: concatenate q/k/v and gate/up weights of one type into one matmul each (fewer
   // dispatches per token; same bits, since every output column is its own dot product).
+  // kv_dtype: F32, or F16 (the KV cache in half precision: half the bytes per token of context).
   Transformer(ModelSpec spec, WeightMap weights, int max_context, std::vector<int> aux_layers,
-              std::shared_ptr<Device> device, int chunk = 256, bool fuse = true);
+              std::shared_ptr<Device> device, int chunk = 256, bool fuse = true, DType kv_dtype = DType::F32);
 
   ForwardResult forward(const ForwardInput& in);
   // nodes: indices into the last forward's rows (strictly increasing); keeps them at length..length+m.

@@ -11,8 +11,8 @@ void attention(Encoder& enc, const Tensor& q, const Tensor& k_cache, const Tenso
                const Tensor& mask, float scale, const Tensor& o) {
   const char* op = "attention";
   check_dtype(op, "q", q, DType::F32);
-  check_dtype(op, "k_cache", k_cache, DType::F32);
-  check_dtype(op, "v_cache", v_cache, DType::F32);
+  if (k_cache.dtype != DType::F16) check_dtype(op, "k_cache", k_cache, DType::F32);  // F32 or F16
+  check_dtype(op, "v_cache", v_cache, k_cache.dtype);
   check_dtype(op, "o", o, DType::F32);
   check_ndim(op, "q", q, 3);
   check_ndim(op, "k_cache", k_cache, 3);
@@ -47,10 +47,9 @@ void attention(Encoder& enc, const Tensor& q, const Tensor& k_cache, const Tenso
   AttentionArgs a{int32_t(n_q),   int32_t(n_new), int32_t(n_heads), int32_t(n_kv),           int32_t(D),
                   int32_t(cap),   prefix_len,     mask.defined() ? 0 : 1, scale};
   enc.dispatch(op, {&q, &k_cache, &v_cache, &mask}, {&o},
-               [a, qp = q.data<float>(), kp = k_cache.data<float>(), vp = v_cache.data<float>(),
-                mp = mask.defined() ? mask.data<uint8_t>() : nullptr, op = o.data<float>()](ThreadPool& pool) {
-                 cpu::attention(a, qp, kp, vp, mp, op, pool);
-               });
+               [a, qp = q.data<float>(), kp = k_cache.data<uint8_t>(), vp = v_cache.data<uint8_t>(),
+                f16 = k_cache.dtype == DType::F16, mp = mask.defined() ? mask.data<uint8_t>() : nullptr,
+                op = o.data<float>()](ThreadPool& pool) { cpu::attention(a, qp, kp, vp, f16, mp, op, pool); });
 }
 
 }  // namespace eyas::ops

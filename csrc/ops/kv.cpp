@@ -7,7 +7,7 @@
 namespace eyas::ops {
 
 static void check_cache(const char* op, const Tensor& cache) {
-  check_dtype(op, "cache", cache, DType::F32);
+  if (cache.dtype != DType::F16) check_dtype(op, "cache", cache, DType::F32);  // F32 or F16
   check_ndim(op, "cache", cache, 3);
   check_writable(op, "cache", cache);
   if (cache.dim(1) > std::numeric_limits<int32_t>::max()) fail(op, "cache capacity too large");
@@ -26,8 +26,9 @@ void kv_write(Encoder& enc, const Tensor& kv_new, const Tensor& cache, int start
                  ") are outside the cache capacity " + std::to_string(cap));
   if (T == 0) return;
   KvCopyArgs a{int32_t(T), int32_t(cache.dim(0)), int32_t(cache.dim(2)), int32_t(cap), start_slot};
-  enc.dispatch(op, {&kv_new}, {&cache}, [a, src = kv_new.data<float>(), dst = cache.data<float>()](ThreadPool& pool) {
-    cpu::kv_write(a, src, dst, pool);
+  const bool f16 = cache.dtype == DType::F16;
+  enc.dispatch(op, {&kv_new}, {&cache}, [a, f16, src = kv_new.data<float>(), dst = cache.data<uint8_t>()](ThreadPool& pool) {
+    cpu::kv_write(a, src, dst, f16, pool);
   });
 }
 
@@ -49,7 +50,7 @@ void kv_move_rows(Encoder& enc, const Tensor& cache, const Tensor& src_slots, in
       if (s[i] < 0 || s[i] >= a.capacity)
         fail("kv_move_rows", "src_slots[" + std::to_string(i) + "] = " + std::to_string(s[i]) +
                                  " is outside the cache capacity " + std::to_string(a.capacity));
-    cpu::kv_move_rows(a, s, cache.data<float>(), pool);
+    cpu::kv_move_rows(a, s, cache.data<uint8_t>(), cache.dtype == DType::F16 ? 2 : 4, pool);
   });
 }
 

@@ -53,6 +53,28 @@ inline float h2f(uint16_t h) {
   return f;
 }
 
+// float -> IEEE half, rounded to nearest even (overflow to inf, NaN stays a quiet NaN), identical
+// to F16C's vcvtps2ph with round-to-nearest and to numpy's astype(float16).
+inline uint16_t f2h(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  const uint32_t sign = (x >> 16) & 0x8000u, ax = x & 0x7fffffffu;
+  if (ax >= 0x7f800000u) return uint16_t(sign | 0x7c00u | (ax > 0x7f800000u ? 0x200u | ((ax >> 13) & 0x3ffu) : 0u));
+  if (ax >= 0x477ff000u) return uint16_t(sign | 0x7c00u);  // >= 65520 rounds to inf
+  uint32_t h, rem, half;
+  if (ax >= 0x38800000u) {  // normal half: drop 13 mantissa bits
+    h = (((ax >> 23) - 112) << 10) | ((ax >> 13) & 0x3ffu);
+    rem = ax & 0x1fffu, half = 0x1000u;
+  } else {  // subnormal half (or zero): the value in units of 2^-24
+    if (ax < 0x33000000u) return uint16_t(sign);  // below 2^-25: rounds to zero
+    const uint32_t m = (ax & 0x7fffffu) | 0x800000u, shift = 126 - (ax >> 23);
+    h = m >> shift;
+    rem = m & ((1u << shift) - 1), half = 1u << (shift - 1);
+  }
+  if (rem > half || (rem == half && (h & 1u))) ++h;  // a carry moves into the exponent correctly
+  return uint16_t(sign | h);
+}
+
 inline float bf2f(uint16_t h) {
   uint32_t bits = uint32_t(h) << 16;
   float f;
