@@ -17,7 +17,8 @@ def f16_bits(x):
     return np.asarray(x, np.float32).astype(np.float16).view(np.uint16)
 
 
-def test_kv_write_rounds_like_numpy():
+@pytest.mark.parametrize("scalar", [False, True], ids=["simd", "scalar"])
+def test_kv_write_rounds_like_numpy(scalar):
     edges = np.array([0.0, -0.0, 1e-8, 2.0**-25, 1.5 * 2.0**-24, 2.5 * 2.0**-24, 2.0**-14 * (1 - 2.0**-11),
                       6.1e-5, 1 / 3, 1 + 2.0**-11, 1 + 3 * 2.0**-11, 65504, 65519.99, 65520, 1e6, -1e6,
                       np.inf, -np.inf], np.float32)
@@ -26,7 +27,11 @@ def test_kv_write_rounds_like_numpy():
     vals = np.concatenate([edges, wide.astype(np.float32)])  # ties, subnormals, overflow to inf
     new = vals.reshape(64, 1, 64)
     cache = np.zeros((1, 80, 64), np.float16)
-    _core.ops.kv_write(new, cache, 7)
+    _core.ops._force_scalar(scalar)
+    try:
+        _core.ops.kv_write(new, cache, 7)
+    finally:
+        _core.ops._force_scalar(False)
     with np.errstate(over="ignore"):
         want = f16_bits(vals).reshape(64, 64)
     assert np.array_equal(cache[0, 7:71].view(np.uint16), want)

@@ -4,8 +4,34 @@
 #include <vector>
 
 #include "cpu/quant/formats.h"
+#include "cpu/softmax_exp.h"
 
 namespace eyas::cpu {
+
+namespace {
+
+#if EYAS_X86
+// Whole 16-value groups of n; returns how many were converted.
+__attribute__((target("avx512f"))) int64_t to_half_avx512(const float* s, uint16_t* d, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m256i h = _mm512_cvtps_ph(_mm512_loadu_ps(s + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + i), h);
+  }
+  return i;
+}
+#endif
+
+// n floats -> halves, rounded to nearest even: the bits of quant::f2h (vcvtps2ph rounds the same).
+void to_half(const float* s, uint16_t* d, int64_t n) {
+  int64_t i = 0;
+#if EYAS_X86
+  if (use_avx512()) i = to_half_avx512(s, d, n);
+#endif
+  for (; i < n; ++i) d[i] = quant::f2h(s[i]);
+}
+
+}  // namespace
 
 void kv_write(const KvCopyArgs& a, const float* src, void* cache, bool f16, ThreadPool& pool) {
   const int64_t D = a.head_dim, rows = a.rows;
@@ -16,8 +42,7 @@ void kv_write(const KvCopyArgs& a, const float* src, void* cache, bool f16, Thre
       const int64_t h = w / rows, t = w % rows, dst = (h * a.capacity + a.dst_start + t) * D;
       const float* s = src + (t * a.n_kv_heads + h) * D;
       if (f16) {
-        uint16_t* d = static_cast<uint16_t*>(cache) + dst;
-        for (int64_t i = 0; i < D; ++i) d[i] = quant::f2h(s[i]);
+        to_half(s, static_cast<uint16_t*>(cache) + dst, D);
       } else {
         std::memcpy(static_cast<float*>(cache) + dst, s, D * sizeof(float));
       }
