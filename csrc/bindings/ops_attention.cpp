@@ -32,5 +32,6 @@ EYAS_BINDINGS(ops_attention) {
       "mask: uint8/bool[Tq, Tn] (query i sees new slot j where nonzero) or None = causal (Tn = Tq).\n"
       "scale defaults to 1/sqrt(D). Returns float32[Tq, Hq, D].");
   ops.def("_force_scalar", &cpu::force_scalar, "on"_a,
-          "Testing knob: run the rope/elementwise/softmax/top-k/attention kernels on their scalar paths.");
+          "Testing knob: run the rope/elementwise/softmax/top-k/attention kernels and the F16 KV write on their "
+          "scalar paths.");
 }

@@ -22,7 +22,7 @@ namespace eyas::cpu {
 // True when the AVX-512 kernels may run (CPU support and not forced off for testing).
 bool use_avx512();
 // Testing knob: force the scalar paths of the kernels in this family (rope, elementwise, softmax,
-// top-k, attention), to prove they give the same bits as the SIMD paths.
+// top-k, attention, the F16 KV write), to prove they give the same bits as the SIMD paths.
 void force_scalar(bool on);
 
 namespace expc {
