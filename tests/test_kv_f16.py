@@ -121,6 +121,8 @@ def test_half_cache_is_close_to_f32():
 
 def test_kv_dtype_is_validated():
     spec, core, _ = make_model(3, layers=2)
+    assert _core.Transformer(spec, core, max_context=16).kv_dtype == "f32"
+    assert _core.Transformer(spec, core, max_context=16, kv_dtype="f16").kv_dtype == "f16"
     with pytest.raises(ValueError, match="kv_dtype"):
         _core.Transformer(spec, core, max_context=16, kv_dtype="bf16")
     with pytest.raises(ValueError, match=r"\[load\] kv_dtype"):

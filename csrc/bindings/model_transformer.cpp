@@ -218,6 +218,8 @@ EYAS_BINDINGS(model_transformer) {
       .def("reset", &Transformer::reset, "Forget every token.")
       .def_prop_ro("length", &Transformer::length, "Committed tokens.")
       .def_prop_ro("capacity", &Transformer::capacity, "Maximum tokens (max_context).")
+      .def_prop_ro("kv_dtype", [](Transformer& m) { return m.kv_dtype() == DType::F16 ? "f16" : "f32"; },
+                   "KV cache precision: 'f32' or 'f16'.")
       .def_prop_ro("aux_layers", &Transformer::aux_layers)
       .def_prop_ro("vocab_size", [](Transformer& m) { return m.spec().vocab_size; })
       .def_prop_ro("hidden_size", [](Transformer& m) { return m.spec().hidden_size; })

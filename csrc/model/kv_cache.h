@@ -16,6 +16,7 @@ class KVCache {
   const Tensor& k(int layer) const { return k_[layer]; }
   const Tensor& v(int layer) const { return v_[layer]; }
   int capacity() const { return capacity_; }
+  DType dtype() const { return k_.empty() ? DType::F32 : k_[0].dtype; }
   int length() const { return length_; }
   // Rows written after `length` by the last forward, which commit() may keep.
   int pending() const { return pending_; }

@@ -51,6 +51,7 @@ class Transformer {
 
   int length() const { return cache_.length(); }
   int capacity() const { return cache_.capacity(); }
+  DType kv_dtype() const { return cache_.dtype(); }
   int pending() const { return cache_.pending(); }
   const ModelSpec& spec() const { return spec_; }
   const std::vector<int>& aux_layers() const { return aux_layers_; }

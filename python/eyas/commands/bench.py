@@ -139,6 +139,7 @@ def bench(model, prompts: list[dict], *, policy=None, max_tokens=128, repeats=1,
         "top_p": top_p,
         "top_k": top_k,
         "threads": model.transformer.num_threads,
+        "kv_dtype": getattr(model.transformer, "kv_dtype", "f32"),
     }
 
 
@@ -155,7 +156,7 @@ def _table(result: dict) -> str:
                  f"ratio {result['speed_ratio']:.2f}x, mean accepted length {result['mean_accepted_length']:.2f}, "
                  f"identical {same} | tree top_k={t['top_k']} depth={t['depth']}{' (adaptive)' if t['adaptive'] else ''} "
                  f"total={t['total_tokens']}, "
-                 f"threads {result['threads']}")
+                 f"threads {result['threads']}, kv {result['kv_dtype']}")
     return "\n".join(lines)
 
 
