@@ -20,29 +20,31 @@ inline int visible_slot(constant AttentionArgs& a, int p, threadgroup const int*
   return a.causal ? p : a.prefix_len + list[p - a.prefix_len];
 }
 
-// Score of visible key p, computed by the 16-lane group that owns it (valid in its lane 0).
-inline float score(constant AttentionArgs& a, const device float* qr, const device float* kh,
+// Score of visible key p, computed by the 16-lane group that owns it (valid in its lane 0). KV is
+// the cache element (float, or half converted exactly, as the CPU kernel reads an F16 cache).
+template <typename KV>
+inline float score(constant AttentionArgs& a, const device float* qr, const device KV* kh,
                    threadgroup const int* list, int p, int n, uint l16) {
   float acc = 0.0f;
   if (p < n) {
-    const device float* kr = kh + ulong(visible_slot(a, p, list)) * a.head_dim;
-    for (int c = 0; c < a.head_dim; c += 16) acc = fma(qr[c + l16], kr[c + l16], acc);
+    const device KV* kr = kh + ulong(visible_slot(a, p, list)) * a.head_dim;
+    for (int c = 0; c < a.head_dim; c += 16) acc = fma(qr[c + l16], float(kr[c + l16]), acc);
   }
   return fold16_simd(acc) * a.scale;
 }
 
 // DMAX bounds the per-thread accumulators; head_dim is any multiple of 16 up to DMAX.
-template <int DMAX>
-kernel void attention_f32(constant AttentionArgs& a [[buffer(0)]],
-                          device const float* q [[buffer(1)]],     // [Tq, Hq, D]
-                          device const float* kc [[buffer(2)]],    // [Hkv, capacity, D]
-                          device const float* vc [[buffer(3)]],    // [Hkv, capacity, D]
-                          device const uchar* mask [[buffer(4)]],  // [Tq, Tn] (unused when causal)
-                          device float* o [[buffer(5)]],           // [Tq, Hq, D]
-                          uint2 g [[threadgroup_position_in_grid]],
-                          uint tid [[thread_index_in_threadgroup]],
-                          uint ntg [[threads_per_threadgroup]],
-                          uint tiisg [[thread_index_in_simdgroup]]) {
+template <typename KV, int DMAX>
+kernel void attention_kv(constant AttentionArgs& a [[buffer(0)]],
+                         device const float* q [[buffer(1)]],     // [Tq, Hq, D]
+                         device const KV* kc [[buffer(2)]],       // [Hkv, capacity, D]
+                         device const KV* vc [[buffer(3)]],       // [Hkv, capacity, D]
+                         device const uchar* mask [[buffer(4)]],  // [Tq, Tn] (unused when causal)
+                         device float* o [[buffer(5)]],           // [Tq, Hq, D]
+                         uint2 g [[threadgroup_position_in_grid]],
+                         uint tid [[thread_index_in_threadgroup]],
+                         uint ntg [[threads_per_threadgroup]],
+                         uint tiisg [[thread_index_in_simdgroup]]) {
   threadgroup int list[EYAS_ATTN_MAX_NEW];
   threadgroup float sc[EYAS_MAX_TG / 16];  // one score / weight per 16-lane group
   threadgroup float lanes[16];
@@ -88,11 +90,11 @@ kernel void attention_f32(constant AttentionArgs& a [[buffer(0)]],
       const int p = p0 + k;
       const float e = sc[k];
       if (int(tid) == (p & 15)) lsum += e;
-      const device float* vr = vc + kv_off + ulong(visible_slot(a, p, list)) * D;
+      const device KV* vr = vc + kv_off + ulong(visible_slot(a, p, list)) * D;
       for (int j = 0; int(tid) + j * int(ntg) < D; ++j) {
         const int d = int(tid) + j * int(ntg);
-        if (p & 1) acc1[j] = fma(e, vr[d], acc1[j]);
-        else acc0[j] = fma(e, vr[d], acc0[j]);
+        if (p & 1) acc1[j] = fma(e, float(vr[d]), acc1[j]);
+        else acc0[j] = fma(e, float(vr[d]), acc0[j]);
       }
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
@@ -111,6 +113,9 @@ kernel void attention_f32(constant AttentionArgs& a [[buffer(0)]],
   }
 }
 
-template [[host_name("attention_f32_d64")]] kernel decltype(attention_f32<64>) attention_f32<64>;
-template [[host_name("attention_f32_d128")]] kernel decltype(attention_f32<128>) attention_f32<128>;
-template [[host_name("attention_f32_d256")]] kernel decltype(attention_f32<256>) attention_f32<256>;
+template [[host_name("attention_f32_d64")]] kernel decltype(attention_kv<float, 64>) attention_kv<float, 64>;
+template [[host_name("attention_f32_d128")]] kernel decltype(attention_kv<float, 128>) attention_kv<float, 128>;
+template [[host_name("attention_f32_d256")]] kernel decltype(attention_kv<float, 256>) attention_kv<float, 256>;
+template [[host_name("attention_f16_d64")]] kernel decltype(attention_kv<half, 64>) attention_kv<half, 64>;
+template [[host_name("attention_f16_d128")]] kernel decltype(attention_kv<half, 128>) attention_kv<half, 128>;
+template [[host_name("attention_f16_d256")]] kernel decltype(attention_kv<half, 256>) attention_kv<half, 256>;

@@ -21,8 +21,13 @@ inline constexpr const char* kKernelNames[] = {
     "attention_f32_d64",
     "attention_f32_d128",
     "attention_f32_d256",
+    "attention_f16_d64",
+    "attention_f16_d128",
+    "attention_f16_d256",
     "kv_write_f32",
+    "kv_write_f16",
     "kv_move_rows_f32",
+    "kv_move_rows_f16",
     "quantize_q8_32",
     "quantize_q8_256",
     "matmul_f32_vec", "matmul_f32_mat",
@@ -79,8 +84,10 @@ inline const char* wtype_suffix(int32_t ggml_type) {
 inline std::string matmul_kernel(int32_t ggml_type, int64_t rows) {
   return std::string("matmul_") + wtype_suffix(ggml_type) + (rows <= kVecMaxRows ? "_vec" : "_mat");
 }
-inline std::string attention_kernel(int head_dim) {
-  return head_dim <= 64 ? "attention_f32_d64" : head_dim <= 128 ? "attention_f32_d128" : "attention_f32_d256";
+// kv_f16: the KV cache holds half (CPU: kv_dtype="f16").
+inline std::string attention_kernel(int head_dim, bool kv_f16 = false) {
+  return std::string(kv_f16 ? "attention_f16" : "attention_f32") +
+         (head_dim <= 64 ? "_d64" : head_dim <= 128 ? "_d128" : "_d256");
 }
 // Block size of the Q8 activation quantization a weight type needs (0: float weights).
 inline int act_block(int32_t ggml_type) {

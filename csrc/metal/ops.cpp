@@ -56,16 +56,17 @@ void topk(Encoder& enc, const Tensor& x, int k, const Tensor& values, const Tens
   enc.dispatch("topk_f32", &a, sizeof a, {arg(x)}, {arg(values), arg(idx)}, d3(a.rows).v, d3(kRowThreads).v);
 }
 
-// The KV kernels read and write F32 caches; the CPU's F16 cache has no Metal twin yet.
-static void require_f32_cache(const char* op, const Tensor& cache) {
-  if (cache.dtype != DType::F32)
-    throw std::invalid_argument(std::string("[") + op + "] metal: the KV cache must be F32 (kv_dtype='f16' is CPU-only)");
+// The KV kernels take F32 or F16 caches (kv_dtype="f16"); true for F16.
+static bool half_cache(const char* op, const Tensor& cache) {
+  if (cache.dtype != DType::F32 && cache.dtype != DType::F16)
+    throw std::invalid_argument(std::string("[") + op + "] metal: the KV cache must be F32 or F16");
+  return cache.dtype == DType::F16;
 }
 
 void attention(Encoder& enc, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, int prefix_len,
                const Tensor& mask, float scale, const Tensor& o) {
-  require_f32_cache("attention", k_cache);
-  require_f32_cache("attention", v_cache);
+  const bool f16 = half_cache("attention", k_cache);
+  if (v_cache.dtype != k_cache.dtype) throw std::invalid_argument("[attention] metal: k_cache and v_cache types differ");
   const int n_q = int(q.dim(0)), n_new = mask.defined() ? int(mask.dim(1)) : n_q;
   if (mask.defined() && n_new > kAttnMaxNew)
     throw std::invalid_argument("[attention] metal: at most " + std::to_string(kAttnMaxNew) + " masked new slots");
@@ -73,25 +74,25 @@ void attention(Encoder& enc, const Tensor& q, const Tensor& k_cache, const Tenso
                   int32_t(k_cache.dim(1)), prefix_len, mask.defined() ? 0 : 1, scale};
   // Causal calls bind q in the mask slot: the kernel never reads it then.
   const Arg m = mask.defined() ? arg(mask) : arg(q);
-  enc.dispatch(attention_kernel(a.head_dim), &a, sizeof a, {arg(q), arg(k_cache), arg(v_cache), m}, {arg(o)},
+  enc.dispatch(attention_kernel(a.head_dim, f16), &a, sizeof a, {arg(q), arg(k_cache), arg(v_cache), m}, {arg(o)},
                d3(a.n_heads, a.n_q).v, d3(kRowThreads).v);
 }
 
 void kv_write(Encoder& enc, const Tensor& kv_new, const Tensor& cache, int start_slot) {
-  require_f32_cache("kv_write", cache);
+  const bool f16 = half_cache("kv_write", cache);
   KvCopyArgs a{int32_t(kv_new.dim(0)), int32_t(cache.dim(0)), int32_t(cache.dim(2)), int32_t(cache.dim(1)), start_slot};
-  enc.dispatch("kv_write_f32", &a, sizeof a, {arg(kv_new)}, {arg(cache)},
+  enc.dispatch(f16 ? "kv_write_f16" : "kv_write_f32", &a, sizeof a, {arg(kv_new)}, {arg(cache)},
                d3(ceil_div(a.head_dim, 32), a.n_kv_heads, a.rows).v, d3(32).v);
 }
 
 void kv_move_rows(Encoder& enc, const Tensor& cache, const Tensor& src_slots, int dst_start) {
-  require_f32_cache("kv_move_rows", cache);
+  const bool f16 = half_cache("kv_move_rows", cache);
   const int m = int(src_slots.numel());
   if (m == 0) return;
   if (m > kMoveMaxRows)
     throw std::invalid_argument("[kv_move_rows] metal: at most " + std::to_string(kMoveMaxRows) + " rows per call");
   KvCopyArgs a{m, int32_t(cache.dim(0)), int32_t(cache.dim(2)), int32_t(cache.dim(1)), dst_start};
-  enc.dispatch("kv_move_rows_f32", &a, sizeof a, {arg(src_slots)}, {arg(cache)},
+  enc.dispatch(f16 ? "kv_move_rows_f16" : "kv_move_rows_f32", &a, sizeof a, {arg(src_slots)}, {arg(cache)},
                d3(ceil_div(a.head_dim, 32), a.n_kv_heads).v, d3(32, uint32_t(m < 8 ? m : 8)).v,
                {uint32_t(m) * 128u});
 }

@@ -106,7 +106,8 @@ class Host:
         o = np.empty_like(q)
         args = pack_args("AttentionArgs", n_q=n_q, n_new=n_new, n_heads=n_heads, n_kv_heads=k.shape[0], head_dim=d,
                          capacity=k.shape[1], prefix_len=prefix_len, causal=int(mask is None), scale=scale)
-        name = "attention_f32_d64" if d <= 64 else "attention_f32_d128" if d <= 128 else "attention_f32_d256"
+        kv = "f16" if k.dtype == np.float16 else "f32"  # the cache's element type picks the kernel
+        name = f"attention_{kv}_d64" if d <= 64 else f"attention_{kv}_d128" if d <= 128 else f"attention_{kv}_d256"
         m = np.ascontiguousarray(mask, np.uint8) if mask is not None else np.zeros(1, np.uint8)
         self.dispatch(name, args, [q, k, v, m, o], (n_heads, n_q), self.rows_tg)
         return o
@@ -115,7 +116,8 @@ class Host:
     def kv_write(self, new, cache, start):
         t, hkv, d = new.shape
         args = pack_args("KvCopyArgs", rows=t, n_kv_heads=hkv, head_dim=d, capacity=cache.shape[1], dst_start=start)
-        self.dispatch("kv_write_f32", args, [new, cache], (_ceil(d, 32), hkv, t), 32)
+        name = "kv_write_f16" if cache.dtype == np.float16 else "kv_write_f32"
+        self.dispatch(name, args, [new, cache], (_ceil(d, 32), hkv, t), 32)
         return cache
 
     def kv_move_rows(self, cache, src, dst):
@@ -125,7 +127,8 @@ class Host:
             return cache  # the host skips empty moves
         assert m <= C["kMoveMaxRows"]
         args = pack_args("KvCopyArgs", rows=m, n_kv_heads=hkv, head_dim=d, capacity=cap, dst_start=dst)
-        self.dispatch("kv_move_rows_f32", args, [np.ascontiguousarray(src, np.int32), cache], (_ceil(d, 32), hkv),
+        name = "kv_move_rows_f16" if cache.dtype == np.float16 else "kv_move_rows_f32"
+        self.dispatch(name, args, [np.ascontiguousarray(src, np.int32), cache], (_ceil(d, 32), hkv),
                       (32, min(m, 8)), tg_mem=(m * 128,))
         return cache
 

@@ -59,11 +59,17 @@ def make_inputs(rng, n_q, n_heads, n_kv, d, prefix_len, mask_kind, n_new=None, s
     return inputs
 
 
-def _case(n_q, n_heads, n_kv, d, prefix_len, mask_kind, n_new=None):
+def _case(n_q, n_heads, n_kv, d, prefix_len, mask_kind, n_new=None, kv_dtype=np.float32):
     label = f"q{n_q}-h{n_heads}/{n_kv}-d{d}-p{prefix_len}-{mask_kind}" + (f"-n{n_new}" if n_new else "")
+    label += "-kvf16" if kv_dtype == np.float16 else ""
+
+    def make(rng):  # an F16 cache (kv_dtype="f16"): the reference reads the same half values
+        a = make_inputs(rng, n_q, n_heads, n_kv, d, prefix_len, mask_kind, n_new)
+        a["k"], a["v"] = a["k"].astype(kv_dtype), a["v"].astype(kv_dtype)
+        return a
+
     return ParityCase(
-        "attention", label,
-        lambda rng: make_inputs(rng, n_q, n_heads, n_kv, d, prefix_len, mask_kind, n_new),
+        "attention", label, make,
         lambda a: _core.ops.attention(a["q"], a["k"], a["v"], a["prefix_len"], a["mask"]),
         lambda a: attention_ref(a["q"], a["k"], a["v"], a["prefix_len"], a["mask"]),
         tol="attention")
@@ -79,4 +85,7 @@ CASES = [
     _case(5, 3, 3, 48, 100, "tree"),
     _case(4, 4, 1, 64, 12, "tree", n_new=11),  # drafter: earlier depths + frontier
     _case(1, 2, 1, 32, 3, "tree", n_new=6),
+    _case(1, 9, 3, 64, 40, "causal", kv_dtype=np.float16),
+    _case(17, 8, 2, 256, 31, "tree", kv_dtype=np.float16),
+    _case(9, 6, 2, 80, 16, "tree", kv_dtype=np.float16),
 ]
