@@ -3,7 +3,7 @@
 // GB/s counts the K and V rows each query needs once per kv head: sum_i visible(i) * Hkv * D * 8 bytes.
 // EYAS_BENCH_COLD=1 evicts the caches before every call by reading EYAS_BENCH_EVICT_MB (default 192)
 // MiB (a decode step streams ~100 MB of weights between two uses of a layer's KV) and times T=1
-// only; EYAS_BENCH_T=1,8 limits the T column.
+// only; EYAS_BENCH_T=1,8 limits the T column; EYAS_BENCH_KV=f16 uses a half-precision cache.
 #include <chrono>
 #include <cmath>
 #include <algorithm>
@@ -16,6 +16,7 @@
 
 #include "core/encoder.h"
 #include "ops/attention.h"
+#include "ops/kv.h"
 
 using namespace eyas;
 
@@ -55,6 +56,26 @@ void evict_caches(ThreadPool& pool) {
   });
 }
 
+bool half_cache() {
+  const char* kv = std::getenv("EYAS_BENCH_KV");
+  return kv && std::string(kv) == "f16";
+}
+
+// The same values in an F16 tensor, written through kv_write as the model writes its cache.
+Tensor to_half(const Tensor& t) {
+  Tensor h = Tensor::empty(DType::F16, t.shape);
+  Tensor rows = Tensor::empty(DType::F32, {t.dim(1), t.dim(0), t.dim(2)});  // [slots, heads, D]
+  for (int64_t hd = 0; hd < t.dim(0); ++hd)
+    for (int64_t s = 0; s < t.dim(1); ++s)
+      std::memcpy(rows.data<float>() + (s * t.dim(0) + hd) * t.dim(2), t.data<float>() + (hd * t.dim(1) + s) * t.dim(2),
+                  size_t(t.dim(2)) * sizeof(float));
+  Device dev("cpu", 1);
+  Encoder enc(dev);
+  ops::kv_write(enc, rows, h, 0);
+  enc.commit();
+  return h;
+}
+
 bool t_listed(int T) {
   const char* only = std::getenv("EYAS_BENCH_T");
   if (!only || !*only) return true;
@@ -66,7 +87,8 @@ bool t_listed(int T) {
 int main(int argc, char** argv) {
   Device dev("cpu", argc > 1 ? std::atoi(argv[1]) : 0);  // optional thread count
   std::mt19937 rng(1);
-  std::printf("tree attention, %d threads (fastest us per call; GB/s of K+V rows read per kv head)\n", dev.num_threads());
+  std::printf("tree attention, %d threads, %s cache (fastest us per call; GB/s of K+V rows read per kv head)\n",
+              dev.num_threads(), half_cache() ? "F16" : "F32");
   std::printf("%-22s %6s %7s %12s %10s\n", "layer", "T", "prefix", "us/call", "GB/s");
   struct Layer {
     const char* name;
@@ -77,6 +99,7 @@ int main(int argc, char** argv) {
     for (int prefix : {128, 256, 1024, 4096}) {
       const int cap = prefix + 64;
       Tensor k = filled({L.hkv, cap, L.d}, rng), v = filled({L.hkv, cap, L.d}, rng);
+      if (half_cache()) k = to_half(k), v = to_half(v);
       for (int T : {1, 8, 32, 64}) {
         if (!t_listed(T) || (cold && T != 1)) continue;
         Tensor q = filled({T, L.hq, L.d}, rng), o = Tensor::empty(DType::F32, {T, L.hq, L.d});
@@ -86,7 +109,7 @@ int main(int argc, char** argv) {
           mask = Tensor::empty(DType::U8, {T, T});
           new_visible = tree_mask(mask, T, rng);
         }
-        const double bytes = double(int64_t(T) * prefix + new_visible) * L.hkv * L.d * 8;
+        const double bytes = double(int64_t(T) * prefix + new_visible) * L.hkv * L.d * (half_cache() ? 4 : 8);
         auto once = [&] {
           Encoder enc(dev);
           ops::attention(enc, q, k, v, prefix, mask, 1.0f / std::sqrt(float(L.d)), o);
