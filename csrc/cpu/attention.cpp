@@ -141,13 +141,13 @@ __attribute__((target("avx512f"))) void pv_rows(ValueRow v_row, const float* e, 
   }
 }
 
-// Visible positions [p0, p1) of one item (p0 even). The committed prefix is slots 0..prefix-1 in
-// order, so its rows are addressed directly (no slot lookups: ~2x faster per key); the split point
-// is even so the even/odd accumulator sequence carries on.
+// Visible positions [p0, p1) of one item (p0 even). Positions below `ident` are slots 0, 1, ... in
+// order (the committed prefix at least), so their rows are addressed directly (no slot lookups:
+// ~2x faster per key); the split point is even so the even/odd accumulator sequence carries on.
 template <typename KV>
 __attribute__((target("avx512f"))) void pv_range(const KV* vh, const int32_t* slots, const float* e, int p0, int p1,
-                                                 int prefix, int D, float* acc0, float* acc1) {
-  const int split = std::max(p0, std::min(p1, prefix & ~1));
+                                                 int ident, int D, float* acc0, float* acc1) {
+  const int split = std::max(p0, std::min(p1, ident & ~1));
   if (split > p0) pv_rows([vh, D](int p) { return vh + int64_t(p) * D; }, e, p0, split, D, acc0, acc1);
   if (p1 > split)
     pv_rows([vh, slots, D](int p) { return vh + int64_t(slots[p]) * D; }, e, split, p1, D, acc0, acc1);
@@ -174,12 +174,17 @@ __attribute__((target("avx512f"))) void attend_tile_avx512(const AttentionArgs& 
   if (sc.slots.size() < size_t(nq) * stride) sc.slots.resize(size_t(nq) * stride);
   if (sc.scores.size() < size_t(items) * stride) sc.scores.resize(size_t(items) * stride);
   sc.acc.assign(size_t(items) * 2 * D, 0.0f);
-  int n[64];  // visible keys per query (tiles hold at most 64 queries)
+  int n[64];      // visible keys per query (tiles hold at most 64 queries)
+  int ident[64];  // positions [0, ident) of the query's list are slots 0, 1, ...: the committed
+                  // prefix, and in causal calls (prefill, decode) and along chains every key
   int max_n = 0;
   for (int t = 0; t < nq; ++t) {
     int32_t* sl = sc.slots.data() + int64_t(t) * stride;
     for (int s = 0; s < a.prefix_len; ++s) sl[s] = s;
     n[t] = collect_new_slots(a, mask, i0 + t, sl);
+    int c = a.prefix_len;
+    while (c < n[t] && sl[c] == c) ++c;
+    ident[t] = c;
     max_n = std::max(max_n, n[t]);
   }
   auto item_q = [&](int it) { return q + (int64_t(i0 + it / group) * a.n_heads + h0 + it % group) * D; };
@@ -194,7 +199,7 @@ __attribute__((target("avx512f"))) void attend_tile_avx512(const AttentionArgs& 
       for (int p0 = b0; p0 < b1; p0 += 16) {
         const int nk = std::min(16, nt - p0);
         __m512 sv;
-        if (p0 + 16 <= a.prefix_len) {  // 16 prefix keys: consecutive rows
+        if (p0 + 16 <= ident[t]) {  // 16 keys in consecutive rows
           const KV* kb = kh + int64_t(p0) * D;
           sv = scores16(item_q(it), [kb, D](int k) { return kb + int64_t(k) * D; }, D);
         } else {
@@ -229,7 +234,7 @@ __attribute__((target("avx512f"))) void attend_tile_avx512(const AttentionArgs& 
       const int t = it / group, b1 = std::min(b0 + block, n[t]);
       if (b0 >= b1) continue;
       float* acc = sc.acc.data() + int64_t(it) * 2 * D;
-      pv_range(vh, sc.slots.data() + int64_t(t) * stride, sc.scores.data() + int64_t(it) * stride, b0, b1, a.prefix_len, D, acc,
+      pv_range(vh, sc.slots.data() + int64_t(t) * stride, sc.scores.data() + int64_t(it) * stride, b0, b1, ident[t], D, acc,
                acc + D);
     }
   for (int it = 0; it < items; ++it) {
