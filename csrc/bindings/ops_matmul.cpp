@@ -119,14 +119,13 @@ EYAS_BINDINGS(ops_matmul) {
         Tensor ty = Tensor::empty(DType::F32, {tx.dim(0), tw.dim(0)});
         ThreadPool& pool = bind::default_device()->pool();
         std::vector<uint8_t> pack;
+        uint8_t* p = nullptr;
         if (cpu::matmul_wants_pack(a)) {
           pack.resize(cpu::matmul_pack_bytes(a) + 64);
-          uint8_t* p = reinterpret_cast<uint8_t*>((uintptr_t(pack.data()) + 63) & ~uintptr_t(63));
+          p = reinterpret_cast<uint8_t*>((uintptr_t(pack.data()) + 63) & ~uintptr_t(63));
           cpu::matmul_pack_weight(a, tw.data<uint8_t>(), p, pool);
-          cpu::matmul(a, tx.data<float>(), tw.data<uint8_t>(), ty.data<float>(), pool, p);
-        } else {
-          cpu::matmul(a, tx.data<float>(), tw.data<uint8_t>(), ty.data<float>(), pool, nullptr);
         }
+        cpu::matmul(a, tx.data<float>(), tw.data<uint8_t>(), ty.data<float>(), pool, p);
         return bind::to_numpy(ty);
       },
       "x"_a, "w_bytes"_a, "w_type"_a, "w_shape"_a,

@@ -43,14 +43,15 @@ void kv_move_rows(Encoder& enc, const Tensor& cache, const Tensor& src_slots, in
                  ") are outside the cache capacity " + std::to_string(cap));
   if (m == 0) return;
   KvCopyArgs a{int32_t(m), int32_t(cache.dim(0)), int32_t(cache.dim(2)), int32_t(cap), dst_start};
-  enc.dispatch(op, {&src_slots, &cache}, {&cache}, [a, src_slots, cache](ThreadPool& pool) {
+  const size_t elem_bytes = size_t(type_traits(cache.dtype).block_bytes);
+  enc.dispatch(op, {&src_slots, &cache}, {&cache}, [a, elem_bytes, src_slots, cache](ThreadPool& pool) {
     // Slot values may come from an earlier dispatch, so they are checked when the dispatch runs.
     const int32_t* s = src_slots.data<int32_t>();
     for (int64_t i = 0; i < a.rows; ++i)
       if (s[i] < 0 || s[i] >= a.capacity)
         fail("kv_move_rows", "src_slots[" + std::to_string(i) + "] = " + std::to_string(s[i]) +
                                  " is outside the cache capacity " + std::to_string(a.capacity));
-    cpu::kv_move_rows(a, s, cache.data<uint8_t>(), cache.dtype == DType::F16 ? 2 : 4, pool);
+    cpu::kv_move_rows(a, s, cache.data<uint8_t>(), elem_bytes, pool);
   });
 }
 

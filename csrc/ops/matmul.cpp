@@ -13,7 +13,7 @@
 namespace eyas::ops {
 
 // Repacked weights (cpu::matmul_pack_weight: Q4_0/Q4_1 in the AMX kernels' tile order, Q8_0 for
-// VNNI at T = 1), built at a weight's first call on an ISA that reads them (a Q8_0 weight's second:
+// VNNI at T <= the table's q8pack_max_rows), built at a weight's first call on an ISA that reads them (a Q8_0 weight's second:
 // see weight_pack) and stored in the weight's Buffer (derived data), so a pack lives exactly as long
 // as its weight. Weights are not written after their first matmul
 // (loaders fill them before); as a guard against a buffer refilled in place, a hit also compares
@@ -42,7 +42,7 @@ std::shared_ptr<const Pack> weight_pack(const MatmulArgs& a, const Tensor& w, Th
   const Buffer::DerivedKey key{int64_t(w.offset), a.wtype, a.n, a.k};
   if (auto hit = std::static_pointer_cast<const Pack>(w.buffer->derived(key)); hit && same_edges(*hit, wd, nbytes))
     return hit;
-  // A Q8_0 pack only speeds up a memory-bound T = 1 call by ~1.5x, while building it reads and
+  // A Q8_0 pack only speeds up memory-bound calls of a few rows by ~1.5-2x, while building it reads and
   // writes the whole weight: pack on the second call into the same buffer, so weights wrapped
   // for a single call (op-level calls, accept_hidden's head) never pay for one.
   if (DType(a.wtype) == DType::Q8_0) {

@@ -161,8 +161,8 @@ static void q4v_cols(const Job& j, const Q4Rows& xr, int64_t n0, int64_t n1, int
 }
 
 // Every row on VNNI over the pack (the AVX-512 table's Q4 path at any T, both tables' Q8_0 path at
-// T <= q8pack_max_rows); columns past N / 16 * 16, and every
-// column when there is no pack, on the GGUF path `Fallback`. Same bits either way.
+// T <= q8pack_max_rows); columns past N / 16 * 16, and every column when there is no pack, on the
+// GGUF path `Fallback`. Same bits either way.
 template <WKind K, ColsFn Fallback>
 void cols_vnni_packed(const Job& j, int64_t n0, int64_t n1) {
   const int64_t full = j.wpack ? n0 + (n1 - n0) / 16 * 16 : n0;

@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from eyas.api import DEFAULT_MAX_CONTEXT
+from eyas.api import DEFAULT_MAX_CONTEXT, KV_DTYPES
 
 
 def fail(msg: str) -> None:
@@ -38,7 +38,7 @@ def register(subparsers) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=None)
     p.add_argument("--max-context", type=int, default=DEFAULT_MAX_CONTEXT)
-    p.add_argument("--kv-dtype", choices=("f32", "f16"), default="f32",
+    p.add_argument("--kv-dtype", choices=KV_DTYPES, default="f32",
                    help="KV cache precision: f32 (default) or f16 (half the bytes per token of context; faster, "
                         "slightly different numbers)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")

@@ -9,7 +9,7 @@ decoding instead of running slower than it.
 
 Under sampling the choice must not depend on timings, or a seed's draws would depend on the
 machine's load (DESIGN invariant 4): there c(d) comes from a fixed cost model instead
-(`FIXED_COSTS`), and the choice depends only on acceptance, itself a function of the seed.
+(`fixed_cost`), and the choice depends only on acceptance, itself a function of the seed.
 """
 
 from __future__ import annotations
