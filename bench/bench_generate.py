@@ -22,7 +22,7 @@ import time  # noqa: E402
 import numpy as np  # noqa: E402
 
 from eyas import _core  # noqa: E402
-from eyas.api import KV_DTYPES  # noqa: E402
+from eyas.api import DEFAULT_KV_DTYPE, KV_DTYPES  # noqa: E402
 from eyas.loaders import load_model  # noqa: E402
 
 
@@ -107,7 +107,7 @@ def main():
     ap.add_argument("--trees", type=int, nargs="+", default=[1, 8, 16, 32, 64])
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--verify-repeats", type=int, default=20)
-    ap.add_argument("--kv-dtype", choices=KV_DTYPES, default="f32", help="KV cache precision")
+    ap.add_argument("--kv-dtype", choices=KV_DTYPES, default=DEFAULT_KV_DTYPE, help="KV cache precision (default: eyas.load's)")
     args = ap.parse_args()
     model = load_model(args.model or default_model())
     rng = np.random.default_rng(0)

@@ -45,7 +45,8 @@ def test_default_spec():
 
 
 @pytest.mark.slow
-def test_runtime_top1_agrees_with_dequantized_reference():
+@pytest.mark.parametrize("kv_dtype", ["f32", "f16"])
+def test_runtime_top1_agrees_with_dequantized_reference(kv_dtype):
     """Top-1 agreement over ~250 positions of real text; disagreements only where the reference is unsure."""
     from tests.fixtures import backend
     from tests.fixtures.default_model import load_or_skip
@@ -67,12 +68,13 @@ def test_runtime_top1_agrees_with_dequantized_reference():
             "The stock market fell sharply on Monday as investors worried about rising interest rates and slowing "
             "growth, while bond yields climbed to their highest level in a decade.")
     ids = np.array(m.tokenizer.encode(text)[:256], np.int32)
-    rt = _core.Transformer(m.spec, m.weights, max_context=320, aux_layers=[], device=_core.Device("cpu", 1))
+    rt = _core.Transformer(m.spec, m.weights, max_context=320, aux_layers=[], device=_core.Device("cpu", 1),
+                          kv_dtype=kv_dtype)
     got = rt.forward(ids, logits="all")["logits"]
     ref = backend.make_model(m.spec, m.weights, max_context=320, reference=True).forward(ids, logits="all")["logits"]
     agree = got.argmax(1) == ref.argmax(1)
     top2 = np.sort(ref, axis=1)[:, -2:]
     margin = top2[:, 1] - top2[:, 0]
-    print(f"top-1 agreement {agree.mean():.3f} over {len(ids)} positions")
+    print(f"{kv_dtype} cache: top-1 agreement {agree.mean():.3f} over {len(ids)} positions")
     assert agree.mean() >= 0.9
     assert np.all(margin[~agree] < 0.5), "a confident reference token was missed"

@@ -129,6 +129,15 @@ def test_kv_dtype_is_validated():
         eyas.load(kv_dtype="int8")
 
 
+def test_load_defaults_to_a_half_cache():
+    # The product default (as llama.cpp's); the op-level Transformer keeps F32, the reference.
+    from tests.fixtures.default_model import load_or_skip
+
+    load_or_skip()
+    assert eyas.load(drafter="none", max_context=64).transformer.kv_dtype == "f16"
+    assert eyas.load(drafter="none", max_context=64, kv_dtype="f32").transformer.kv_dtype == "f32"
+
+
 def test_greedy_speculative_equals_plain_with_a_half_cache():
     spec = eyas.load(drafter="default", kv_dtype="f16")
     plain = eyas.load(drafter="none", kv_dtype="f16")

@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from eyas.api import DEFAULT_MAX_CONTEXT, KV_DTYPES
+from eyas.api import DEFAULT_KV_DTYPE, DEFAULT_MAX_CONTEXT, KV_DTYPES
 
 
 def fail(msg: str) -> None:
@@ -38,9 +38,9 @@ def register(subparsers) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=None)
     p.add_argument("--max-context", type=int, default=DEFAULT_MAX_CONTEXT)
-    p.add_argument("--kv-dtype", choices=KV_DTYPES, default="f32",
-                   help="KV cache precision: f32 (default) or f16 (half the bytes per token of context; faster, "
-                        "slightly different numbers)")
+    p.add_argument("--kv-dtype", choices=KV_DTYPES, default=DEFAULT_KV_DTYPE,
+                   help="KV cache precision: f16 (default, as llama.cpp: half the bytes per token of context) "
+                        "or f32")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     p.set_defaults(func=run)
 

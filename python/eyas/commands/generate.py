@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from eyas.api import DEFAULT_MAX_CONTEXT, KV_DTYPES
+from eyas.api import DEFAULT_KV_DTYPE, DEFAULT_MAX_CONTEXT, KV_DTYPES
 
 
 def register(subparsers) -> None:
@@ -22,9 +22,9 @@ def register(subparsers) -> None:
     p.add_argument("--seed", type=int, default=None)
     p.add_argument("--threads", type=int, default=None)
     p.add_argument("--max-context", type=int, default=DEFAULT_MAX_CONTEXT)
-    p.add_argument("--kv-dtype", choices=KV_DTYPES, default="f32",
-                   help="KV cache precision: f32 (default) or f16 (half the bytes per token of context; faster, "
-                        "slightly different numbers)")
+    p.add_argument("--kv-dtype", choices=KV_DTYPES, default=DEFAULT_KV_DTYPE,
+                   help="KV cache precision: f16 (default, as llama.cpp: half the bytes per token of context) "
+                        "or f32")
     p.add_argument("--drafter", default="default",
                    help="EAGLE-3 drafter folder, 'default' (the bundled drafter that fits the model; plain "
                         "decoding if none does) or 'none' (plain decoding)")
