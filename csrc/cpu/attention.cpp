@@ -302,12 +302,52 @@ static void attention_kv(const AttentionArgs& a, const float* q, const KV* k, co
   });
 }
 
+#if EYAS_X86
+// Per thread, K and V converted for one call take at most 2 x 16 MB (longer contexts read the F16 rows
+// per query, as decode does).
+constexpr size_t kMaxConvertedValues = size_t(4) << 20;
+// Below this many queries the conversion pass and its barrier cost more than they save
+// (bench_attention, SmolLM2 layer, 128 keys: T = 8 50-53 -> 52-62 us; T = 32 196-208 -> 166-198 us).
+constexpr int kMinQueriesToConvert = 16;
+
+// Rows [r0, r1) of the first `rows` rows of every kv head of an F16 cache [heads, capacity, D], as
+// float [heads, rows, D] (exact).
+__attribute__((target("avx512f"))) static void rows_to_f32(const uint16_t* h, int capacity, int rows, int D, int64_t r0,
+                                                          int64_t r1, float* out) {
+  for (int64_t r = r0; r < r1; ++r) {
+    const uint16_t* src = h + (r / rows * capacity + r % rows) * int64_t(D);
+    float* dst = out + r * D;
+    for (int d = 0; d < D; d += 16) _mm512_storeu_ps(dst + d, load16(src + d));
+  }
+}
+#endif
+
 void attention(const AttentionArgs& a, const float* q, const void* k, const void* v, bool kv_f16, const uint8_t* mask,
                float* o, ThreadPool& pool) {
-  if (kv_f16)
-    attention_kv(a, q, static_cast<const uint16_t*>(k), static_cast<const uint16_t*>(v), mask, o, pool);
-  else
-    attention_kv(a, q, static_cast<const float*>(k), static_cast<const float*>(v), mask, o, pool);
+  if (!kv_f16) return attention_kv(a, q, static_cast<const float*>(k), static_cast<const float*>(v), mask, o, pool);
+  const auto* kh = static_cast<const uint16_t*>(k);
+  const auto* vh = static_cast<const uint16_t*>(v);
+#if EYAS_X86
+  // Several queries read every key row once per query head: converting the visible rows to float once
+  // beats converting them per (query, head) once there are many queries. Exact, so same bits.
+  const int rows = a.prefix_len + a.n_new;
+  const size_t n = size_t(a.n_kv_heads) * rows * a.head_dim;
+  if (use_avx512() && a.n_q >= kMinQueriesToConvert && rows > 0 && n <= kMaxConvertedValues) {
+    thread_local std::vector<float> k32, v32;
+    if (k32.size() < n) k32.resize(n), v32.resize(n);
+    float *kf = k32.data(), *vf = v32.data();  // thread_local: the workers must get the pointers
+    pool.run([&](int tid, int nth) {           // split by rows across threads
+      int64_t r0, r1;
+      ThreadPool::split(int64_t(a.n_kv_heads) * rows, tid, nth, 16, &r0, &r1);
+      rows_to_f32(kh, a.capacity, rows, a.head_dim, r0, r1, kf);
+      rows_to_f32(vh, a.capacity, rows, a.head_dim, r0, r1, vf);
+    });
+    AttentionArgs a32 = a;
+    a32.capacity = rows;
+    return attention_kv(a32, q, kf, vf, mask, o, pool);
+  }
+#endif
+  attention_kv(a, q, kh, vh, mask, o, pool);
 }
 
 }  // namespace eyas::cpu
