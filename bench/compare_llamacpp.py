@@ -1,0 +1,86 @@
+"""Plain decode speed of eyas against llama.cpp's `llama-bench` on the same GGUF file, measured in
+alternating rounds of one run, so the ratio holds on a shared, noisy machine. One table.
+
+    python bench/compare_llamacpp.py --llama-bench path/to/llama-bench [--threads 2] [--rounds 3]
+
+llama-bench's tg128 decodes 128 tokens one at a time from an empty context (its KV cache is F16);
+eyas does the same here: one prompt token, then 128 greedy steps with the default (F16) cache.
+llama.cpp is not a dependency of eyas: build `llama-bench` yourself (cmake, target llama-bench).
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import statistics  # noqa: E402
+import subprocess  # noqa: E402
+import time  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+from eyas import _core  # noqa: E402
+from eyas.api import DEFAULT_KV_DTYPE, KV_DTYPES  # noqa: E402
+from eyas.loaders import load_model  # noqa: E402
+from eyas.models.default import default_model_path  # noqa: E402
+
+
+def llama_tg(binary: str, model: str, threads: int, tokens: int, repeats: int) -> float:
+    """llama-bench's mean decode tok/s (tg<tokens>), from its JSON output."""
+    cmd = [binary, "-m", model, "-t", str(threads), "-p", "0", "-n", str(tokens), "-r", str(repeats), "-o", "json"]
+    out = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if out.returncode != 0:
+        raise SystemExit(f"llama-bench failed ({out.returncode}): {out.stderr.strip()[-500:]}")
+    rows = [r for r in json.loads(out.stdout) if r.get("n_gen") == tokens]
+    if not rows:
+        raise SystemExit(f"llama-bench printed no tg{tokens} row")
+    return float(rows[0]["avg_ts"])
+
+
+def eyas_tg(m, tokens: int, repeats: int) -> float:
+    """Median over repeats of greedy decode tok/s for `tokens` steps after a one-token prompt."""
+    rates = []
+    for _ in range(repeats + 1):  # the first run warms up (weight packs, page faults)
+        m.reset()
+        tok = m.forward(np.array([1], np.int32), logits="argmax")["argmax"]
+        m.commit([0])
+        t0 = time.perf_counter()
+        for _ in range(tokens):
+            tok = m.forward(np.array([tok], np.int32), logits="argmax")["argmax"]
+            m.commit([0])
+        rates.append(tokens / (time.perf_counter() - t0))
+    return statistics.median(rates[1:])
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--llama-bench", required=True, help="path to llama.cpp's llama-bench binary")
+    ap.add_argument("--model", default=None, help="GGUF file (default: SmolLM2-135M-Instruct Q4_1)")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--tokens", type=int, default=128)
+    ap.add_argument("--repeats", type=int, default=5, help="runs per side and round")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--kv-dtype", choices=KV_DTYPES, default=DEFAULT_KV_DTYPE)
+    args = ap.parse_args()
+    if not os.access(args.llama_bench, os.X_OK):
+        raise SystemExit(f"--llama-bench {args.llama_bench!r} is not an executable file")
+    path = str(args.model or default_model_path())
+    model = load_model(path)
+    m = _core.Transformer(model.spec, model.weights, max_context=args.tokens + 8,
+                          device=_core.Device("cpu", args.threads), kv_dtype=args.kv_dtype)
+    print(f"model: {model.path.name}  threads={args.threads}  tg{args.tokens}  eyas kv={args.kv_dtype}  "
+          f"{args.repeats} runs per side and round")
+    print("round | llama.cpp tok/s | eyas tok/s | eyas / llama.cpp")
+    print("--- | --- | --- | ---")
+    for r in range(args.rounds):
+        ll = llama_tg(args.llama_bench, path, args.threads, args.tokens, args.repeats)
+        ey = eyas_tg(m, args.tokens, args.repeats)
+        print(f"{r + 1} | {ll:.1f} | {ey:.1f} | {ey / ll:.2f}x", flush=True)
+
+
+if __name__ == "__main__":
+    main()
