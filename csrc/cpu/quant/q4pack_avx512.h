@@ -142,14 +142,15 @@ static void q4v_cols(const Job& j, const Q4Rows& xr, int64_t n0, int64_t n1, int
   if (rest == 4) return q4v_groups<K, 4>(j, xr, n0, n1, r0);
   // More rows: the first 4 stream kQ4Streams column groups from memory, the others find them in
   // cache (4 groups x K / 32 blocks: 23 KB at K = 576) one group at a time, which keeps their
-  // accumulators in registers (4 groups x 4 rows spill).
+  // accumulators in registers (4 groups x 4 rows spill); 8 rows a pass share each block's unpack.
   auto all_rows = [&](const auto& ns) {
     constexpr int S = int(sizeof(ns) / sizeof(ns[0]));
     q4v_rows<K, 4, S>(j, xr, ns, r0);
     for (int g = 0; g < S; ++g) {
       const int64_t one[1] = {ns[g]};
       int64_t r = r0 + 4;
-      for (; r + 4 <= j.t; r += 4) q4v_rows<K, 4, 1>(j, xr, one, r);
+      for (; r + 8 <= j.t; r += 8) q4v_rows<K, 8, 1>(j, xr, one, r);
+      if (j.t - r >= 4) q4v_rows<K, 4, 1>(j, xr, one, r), r += 4;
       if (j.t - r == 3) q4v_rows<K, 3, 1>(j, xr, one, r);
       if (j.t - r == 2) q4v_rows<K, 2, 1>(j, xr, one, r);
       if (j.t - r == 1) q4v_rows<K, 1, 1>(j, xr, one, r);
