@@ -53,13 +53,24 @@ def rope(x: np.ndarray, pos: np.ndarray, inv_freq: np.ndarray, rot_dim: int, sty
     return out.astype(np.float32)
 
 
-def q8_roundtrip(x: np.ndarray, block: int) -> np.ndarray:
-    """x after per-block symmetric int8 quantization (as the runtime quantizes matmul activations)."""
+# A scaled activation this close (relative: ~30 float32 ulps; sums with cancellation lose more than one) to a rounding boundary k + 1/2 may
+# round the other way in the runtime, whose float32 inputs differ from this float64-leaning
+# reference in the last bits.
+TIE_REL = 4e-6
+# A router logit gap below this may order the experts differently in the runtime.
+ROUTER_TIE_MARGIN = 1e-4
+
+
+def q8_roundtrip(x: np.ndarray, block: int) -> tuple[np.ndarray, np.ndarray]:
+    """x [rows, K] after per-block symmetric int8 quantization (as the runtime quantizes matmul
+    activations), and per row whether some element sat on a rounding boundary (see TIE_REL)."""
     xb = x.astype(np.float32).reshape(*x.shape[:-1], -1, block)
     d = (np.abs(xb).max(axis=-1, keepdims=True) / np.float32(127)).astype(np.float32)
     inv = np.where(d != 0, np.float32(1) / np.where(d != 0, d, 1), 0).astype(np.float32)
-    q = np.rint(np.clip(xb * inv, -127, 127))
-    return (q * d).astype(np.float32).reshape(x.shape)
+    scaled = np.clip(xb * inv, -127, 127)
+    q = np.rint(scaled)
+    near = np.abs(np.abs(scaled - np.trunc(scaled)) - 0.5) < TIE_REL * np.maximum(np.abs(scaled), 1)
+    return (q * d).astype(np.float32).reshape(x.shape), near.reshape(x.shape[0], -1).any(axis=1)
 
 
 _K_QUANTS = {12, 13, 14}  # 256-element super-blocks
@@ -70,6 +81,8 @@ class ReferenceTransformer:
 
     quantized_activations=True rounds each matmul input to int8 per block for quantized weights,
     as the runtime does, so quantized models can be compared tightly; False is the plain fp32 forward.
+    `ambiguous` collects the positions whose forward met a rounding (or expert-routing) near-tie:
+    the runtime may legitimately take the other side there, and every later position sees the result.
     """
 
     def __init__(self, spec: dict, weights: dict, *, max_context: int = 512, aux_layers=None, device=None,
@@ -90,9 +103,12 @@ class ReferenceTransformer:
         self.k = np.zeros((L, max_context, Hkv, D), np.float32)
         self.v = np.zeros_like(self.k)
         self.length = 0
+        self.ambiguous: set[int] = set()
+        self._rows = np.zeros(0, np.int64)  # absolute positions of the rows _mm is given
 
     def reset(self) -> None:
         self.length = 0
+        self.ambiguous.clear()
 
     def truncate(self, n: int) -> None:
         if not 0 <= n <= self.length:
@@ -116,6 +132,7 @@ class ReferenceTransformer:
             mask = np.tril(np.ones((T, T), np.uint8))
             depths = np.arange(T)
         pos = n + np.asarray(depths, dtype=np.int64)
+        self._rows = n + np.arange(T)
         visible = np.concatenate([np.ones((T, n), bool), np.asarray(mask) != 0], axis=1)  # [T, n+T]
         Hq, Hkv, D, eps = s["num_heads"], s["num_kv_heads"], s["head_dim"], s["rms_eps"]
         x = w["token_embd"][tokens]
@@ -162,7 +179,8 @@ class ReferenceTransformer:
         """x @ W.T (W = expert e of a stack when given), with the runtime's activation rounding if enabled."""
         w = self.w[name] if e is None else self.w[name][e]
         if name in self.act_block:
-            x = q8_roundtrip(x, self.act_block[name])
+            x, near = q8_roundtrip(x, self.act_block[name])
+            self.ambiguous.update(int(r) for r in self._rows[near])
         return x @ w.T
 
     def _dense(self, h, p, suffix, e=None):
@@ -175,11 +193,17 @@ class ReferenceTransformer:
         probs = np.exp(logits - logits.max(axis=-1, keepdims=True))
         probs /= probs.sum(axis=-1, keepdims=True)
         out = np.zeros_like(h)
+        rows = self._rows
         for t in range(h.shape[0]):
-            top = np.lexsort((np.arange(probs.shape[1]), -probs[t]))[: moe["top_k"]]
+            order = np.lexsort((np.arange(probs.shape[1]), -probs[t]))
+            top = order[: moe["top_k"]]
+            if len(order) > moe["top_k"] and logits[t, order[moe["top_k"] - 1]] - logits[t, order[moe["top_k"]]] < ROUTER_TIE_MARGIN:
+                self.ambiguous.add(int(rows[t]))
             wts = probs[t, top] / (probs[t, top].sum() if moe["norm_topk_prob"] else 1.0)
+            self._rows = rows[t : t + 1]
             for e, wt in zip(top, wts):
                 out[t] += np.float32(wt) * self._dense(h[t : t + 1], p, "_exps", e)[0]
+            self._rows = rows
         if moe["shared_expert_intermediate_size"]:
             shared = self._dense(h, p, "_shexp")
             if p + "ffn_gate_inp_shexp" in self.w:

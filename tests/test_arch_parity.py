@@ -45,14 +45,28 @@ def test_matches_transformers(built, source):
 
 @pytest.mark.parametrize("qtype", QUANTS)
 def test_quantized_matches_reference(built, qtype):
+    """Tight agreement up to the first position where the reference met a rounding near-tie of an
+    activation (or of the expert router): from there on the runtime may round the other way, which
+    moves that position and every later one. Token sequences are added until TOTAL rows were compared
+    tightly (decode rows have prefill's bits: tests/test_transformer_invariance.py)."""
     if not backend.have_runtime():
         pytest.skip("needs _core.Transformer (the reference would be compared with itself)")
-    toks = _tokens(1)
     m = load_model(built[qtype])
-    got = backend.run_logits(backend.make_model(m.spec, m.weights), toks, PROMPT)
+    runtime = backend.make_model(m.spec, m.weights)
     ref = backend.make_model(m.spec, m.weights, reference=True, quantized_activations=True)
-    want = backend.run_logits(ref, toks, PROMPT)
-    parity.assert_close(got, want, "f32_reduce" if qtype == "F16" else "quant", f"{qtype} vs reference")
+    tol = "f32_reduce" if qtype == "F16" else "quant"
+    checked = 0
+    for seed in range(1, 25):
+        toks = _tokens(seed)
+        got = backend.run_logits(runtime, toks, PROMPT)
+        want = backend.run_logits(ref, toks, PROMPT)
+        assert np.all(np.isfinite(got)), f"{qtype}: non-finite logits"
+        clean = min(ref.ambiguous, default=TOTAL)
+        parity.assert_close(got[:clean], want[:clean], tol, f"{qtype} vs reference, tokens seed {seed}")
+        checked += clean
+        if checked >= TOTAL:
+            return
+    pytest.fail(f"only {checked} rows free of rounding near-ties in 24 sequences")
 
 
 def test_gguf_llama_is_interleaved_and_hf_is_neox(built):
