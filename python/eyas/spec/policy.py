@@ -16,9 +16,10 @@ class TreePolicy:
 
     adaptive (chains only): each round drafts 0..depth tokens, whichever the recent acceptance and
     the round costs say pays best (`eyas.spec.adaptive`; costs measured under greedy decoding, a
-    fixed model under sampling). The default is `auto()`, an adaptive chain of up to 3: on the 2-core CPU a target
-    forward over N tree nodes costs about 1.6-3.5x a decode step for N = 4-16, so width buys less
-    than it costs, and on prompts the drafter predicts badly even a chain does (docs/speculative.md)."""
+    fixed model under sampling). The default is `auto()`, an adaptive chain of up to 3: on the 2-core CPUs
+    measured a target forward over N tree nodes costs about 1.2-3.5x a decode step for N = 4-16, and
+    a wide tree's drafting more, so width buys less than it costs, and on prompts the drafter
+    predicts badly even a chain does (docs/speculative.md, docs/performance.md)."""
 
     top_k: int = 1
     depth: int = 3
