@@ -19,13 +19,9 @@ struct Q4Rows {
 // kQ4PrefetchBlocks ahead (prefetches never fault, so reading past the end is harmless).
 constexpr int kQ4PrefetchBlocks = 8;
 
-// acc += w (u8) . the activation dword at x4 (s8) in every lane. With one column group (S = 1) the
-// dword is an embedded broadcast: GCC turns _mm512_set1_epi32(load) into a separate vpbroadcastd,
-// one more vector op per 16-lane dot. With S groups GCC shares that register across the groups,
-// which beats a broadcast load per dot.
-template <int S>
+// acc += w (u8) . the activation dword at x4 (s8) in every lane, the dword as an embedded broadcast:
+// GCC turns _mm512_set1_epi32(load) into a separate vpbroadcastd, one more vector op per 16-lane dot.
 static inline __m512i dpbusd_bcast(__m512i acc, __m512i w, const uint8_t* x4) {
-  if constexpr (S > 1) return _mm512_dpbusd_epi32(acc, w, _mm512_set1_epi32(int32_t(rd32(x4))));
   asm("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(w), "m"(*reinterpret_cast<const int32_t*>(x4)));
   return acc;
 }
@@ -77,8 +73,8 @@ static void q4v_rows(const Job& j, const Q4Rows& xr, const int64_t (&n)[S], int6
         __m512i i0 = _mm512_setzero_si512(), i1 = _mm512_setzero_si512();  // two short chains
 #pragma GCC unroll 4
         for (int r = 0; r < 4; ++r) {
-          i0 = dpbusd_bcast<S>(i0, w[r], xq + 4 * r);
-          i1 = dpbusd_bcast<S>(i1, w[r + 4], xq + 16 + 4 * r);
+          i0 = dpbusd_bcast(i0, w[r], xq + 4 * r);
+          i1 = dpbusd_bcast(i1, w[r + 4], xq + 16 + 4 * r);
         }
         __m512i iv = _mm512_add_epi32(i0, i1);
         const int64_t rb = t * nb + b;
