@@ -53,9 +53,9 @@ def rope(x: np.ndarray, pos: np.ndarray, inv_freq: np.ndarray, rot_dim: int, sty
     return out.astype(np.float32)
 
 
-# A scaled activation this close (relative: ~30 float32 ulps; sums with cancellation lose more than one) to a rounding boundary k + 1/2 may
-# round the other way in the runtime, whose float32 inputs differ from this float64-leaning
-# reference in the last bits.
+# A scaled activation this close to a rounding boundary k + 1/2 (relative: ~30 float32 ulps, since
+# sums with cancellation lose more than one) may round the other way in the runtime, whose float32
+# inputs differ from this float64-leaning reference in the last bits.
 TIE_REL = 4e-6
 # A router logit gap below this may order the experts differently in the runtime.
 ROUTER_TIE_MARGIN = 1e-4
@@ -197,8 +197,9 @@ class ReferenceTransformer:
         for t in range(h.shape[0]):
             order = np.lexsort((np.arange(probs.shape[1]), -probs[t]))
             top = order[: moe["top_k"]]
-            if len(order) > moe["top_k"] and logits[t, order[moe["top_k"] - 1]] - logits[t, order[moe["top_k"]]] < ROUTER_TIE_MARGIN:
-                self.ambiguous.add(int(rows[t]))
+            k = moe["top_k"]
+            if len(order) > k and logits[t, order[k - 1]] - logits[t, order[k]] < ROUTER_TIE_MARGIN:
+                self.ambiguous.add(int(rows[t]))  # the last chosen and first unchosen expert nearly tie
             wts = probs[t, top] / (probs[t, top].sum() if moe["norm_topk_prob"] else 1.0)
             self._rows = rows[t : t + 1]
             for e, wt in zip(top, wts):

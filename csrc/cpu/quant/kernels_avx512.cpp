@@ -40,7 +40,8 @@ const Table* table_avx512() {
     t.cols[kF16] = &cols_generic<dot_float_v<kF16>, 1>;
     t.cols[kBF16] = &cols_generic<dot_float_v<kBF16>, 1>;
     t.cols[kQ8_0] = &cols_vnni_packed<kQ8_0, &cols_q8_0>;
-    t.q8pack_max_rows = INT64_MAX;  // VNNI over the pack at every T (the GGUF rows need horizontal sums: ~6x the ops at T = 32)
+    // VNNI over the pack at every T: the GGUF rows' dots need horizontal sums (~6x the ops at T = 32).
+    t.q8pack_max_rows = INT64_MAX;
     t.cols[kQ4_0] = &cols_vnni_packed<kQ4_0, &cols_q4x4<kQ4_0>>;
     t.cols[kQ4_1] = &cols_vnni_packed<kQ4_1, &cols_q4x4<kQ4_1>>;
     t.q4pack_min_rows = 1;
