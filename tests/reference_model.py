@@ -104,7 +104,7 @@ class ReferenceTransformer:
         self.v = np.zeros_like(self.k)
         self.length = 0
         self.ambiguous: set[int] = set()
-        self._rows = np.zeros(0, np.int64)  # absolute positions of the rows _mm is given
+        self._rows = np.zeros(0, np.int64)  # absolute positions of the current forward's rows
 
     def reset(self) -> None:
         self.length = 0
@@ -171,21 +171,22 @@ class ReferenceTransformer:
         if capture_aux:
             out["aux"] = np.concatenate(aux, axis=1)
         if logits != "none":
-            rows = x if logits == "all" else x[-1:]
-            out["logits"] = self._mm(rms_norm(rows, w["output_norm"], eps), "output")
+            last = slice(None) if logits == "all" else slice(-1, None)
+            out["logits"] = self._mm(rms_norm(x[last], w["output_norm"], eps), "output", rows=self._rows[last])
         return out
 
-    def _mm(self, x: np.ndarray, name: str, e: int | None = None) -> np.ndarray:
-        """x @ W.T (W = expert e of a stack when given), with the runtime's activation rounding if enabled."""
+    def _mm(self, x: np.ndarray, name: str, e: int | None = None, rows: np.ndarray | None = None) -> np.ndarray:
+        """x @ W.T (W = expert e of a stack when given), with the runtime's activation rounding if enabled.
+        rows: absolute positions of x's rows (default: the whole forward's)."""
         w = self.w[name] if e is None else self.w[name][e]
         if name in self.act_block:
             x, near = q8_roundtrip(x, self.act_block[name])
-            self.ambiguous.update(int(r) for r in self._rows[near])
+            self.ambiguous.update(int(r) for r in (self._rows if rows is None else rows)[near])
         return x @ w.T
 
-    def _dense(self, h, p, suffix, e=None):
+    def _dense(self, h, p, suffix, e=None, rows=None):
         g, u, d = (p + f"ffn_{n_}{suffix}" for n_ in ("gate", "up", "down"))
-        return self._mm(silu(self._mm(h, g, e)) * self._mm(h, u, e), d, e)
+        return self._mm(silu(self._mm(h, g, e, rows)) * self._mm(h, u, e, rows), d, e, rows)
 
     def _moe(self, h, p):
         moe = self.spec["moe"]
@@ -193,18 +194,15 @@ class ReferenceTransformer:
         probs = np.exp(logits - logits.max(axis=-1, keepdims=True))
         probs /= probs.sum(axis=-1, keepdims=True)
         out = np.zeros_like(h)
-        rows = self._rows
+        k = moe["top_k"]
         for t in range(h.shape[0]):
             order = np.lexsort((np.arange(probs.shape[1]), -probs[t]))
-            top = order[: moe["top_k"]]
-            k = moe["top_k"]
+            top = order[:k]
             if len(order) > k and logits[t, order[k - 1]] - logits[t, order[k]] < ROUTER_TIE_MARGIN:
-                self.ambiguous.add(int(rows[t]))  # the last chosen and first unchosen expert nearly tie
+                self.ambiguous.add(int(self._rows[t]))  # the last chosen and first unchosen expert nearly tie
             wts = probs[t, top] / (probs[t, top].sum() if moe["norm_topk_prob"] else 1.0)
-            self._rows = rows[t : t + 1]
             for e, wt in zip(top, wts):
-                out[t] += np.float32(wt) * self._dense(h[t : t + 1], p, "_exps", e)[0]
-            self._rows = rows
+                out[t] += np.float32(wt) * self._dense(h[t : t + 1], p, "_exps", e, self._rows[t : t + 1])[0]
         if moe["shared_expert_intermediate_size"]:
             shared = self._dense(h, p, "_shexp")
             if p + "ffn_gate_inp_shexp" in self.w:
