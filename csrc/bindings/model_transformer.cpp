@@ -1,4 +1,4 @@
-// _core.Transformer: the target model over its KV cache (contract: docs/model_spec.md).
+// _core.Transformer: the target model, layers of registered kinds over their states (contract: docs/model_spec.md).
 #include <nanobind/stl/shared_ptr.h>
 
 #include <cstring>
@@ -69,6 +69,16 @@ model::ModelSpec parse_spec(nb::dict d) {
     s.moe.shared_expert_intermediate_size = m.contains("shared_expert_intermediate_size") ? get<int>(m, "shared_expert_intermediate_size") : 0;
     s.moe.shared_expert_gate = m.contains("shared_expert_gate") ? get<bool>(m, "shared_expert_gate") : false;
   }
+  nb::handle layers = d.contains("layers") ? d["layers"] : nb::none();
+  if (!layers.is_none()) {
+    nb::list blocks;
+    if (!nb::try_cast<nb::list>(layers, blocks)) fail(kOp, "spec: 'layers' must be None or a list of dicts");
+    for (nb::handle b : blocks) {
+      nb::dict block;
+      if (!nb::try_cast<nb::dict>(b, block)) fail(kOp, "spec: 'layers' must be None or a list of dicts");
+      s.layers.push_back({get<std::string>(block, "mixer"), get<std::string>(block, "ffn")});
+    }
+  }
   return s;
 }
 
@@ -99,10 +109,10 @@ std::vector<int32_t> ints(const char* op, const char* name, nb::handle h) {
 }
 
 nb::dict run_forward(Transformer& m, nb::handle tokens, std::optional<nb::handle> mask, std::optional<nb::handle> depths,
-                     const std::string& logits, bool capture_aux, bool commit_all) {
+                     std::optional<nb::handle> parents, const std::string& logits, bool capture_aux, bool commit_all) {
   const char* op = "forward";
   model::ForwardInput in;
-  std::vector<int32_t> tok = ints(op, "tokens", tokens), dep;
+  std::vector<int32_t> tok = ints(op, "tokens", tokens), dep, par;
   std::vector<uint8_t> msk;
   in.tokens = tok.data();
   in.T = int(tok.size());
@@ -120,6 +130,11 @@ nb::dict run_forward(Transformer& m, nb::handle tokens, std::optional<nb::handle
     dep = ints(op, "depths", *depths);
     if (int(dep.size()) != in.T) fail(op, "depths must have T = " + std::to_string(in.T) + " entries");
     in.depths = dep.data();
+  }
+  if (parents && !parents->is_none()) {
+    par = ints(op, "parents", *parents);
+    if (int(par.size()) != in.T) fail(op, "parents must have T = " + std::to_string(in.T) + " entries");
+    in.parents = par.data();
   }
   if (logits == "last")
     in.logits = model::LogitsMode::Last;
@@ -153,7 +168,8 @@ nb::dict run_forward(Transformer& m, nb::handle tokens, std::optional<nb::handle
 
 EYAS_BINDINGS(model_transformer) {
   nb::class_<Transformer>(m, "Transformer",
-                          "Target model over a KV cache: forward (prefill, decode, tree verify), commit, truncate.")
+                          "Target model: layers of registered kinds over their per-sequence states (the KV cache for\n"
+                          "attention): forward (prefill, decode, tree verify), commit, truncate.")
       .def(
           "__init__",
           [](Transformer* self, nb::dict spec, nb::dict weights, int max_context, std::optional<std::vector<int>> aux_layers,
@@ -184,12 +200,13 @@ EYAS_BINDINGS(model_transformer) {
       .def(
           "forward",
           [](Transformer& m, nb::handle tokens, std::optional<nb::handle> mask, std::optional<nb::handle> depths,
-             const std::string& logits, bool capture_aux) {
-            return run_forward(m, tokens, mask, depths, logits, capture_aux, false);
+             const std::string& logits, bool capture_aux, std::optional<nb::handle> parents) {
+            return run_forward(m, tokens, mask, depths, parents, logits, capture_aux, false);
           },
           "tokens"_a, nb::kw_only(), "mask"_a = nb::none(), "depths"_a = nb::none(), "logits"_a = "last",
-          "capture_aux"_a = false,
+          "capture_aux"_a = false, "parents"_a = nb::none(),
           "Run T tokens after the committed prefix (causal, or a tree under mask at positions length+depths).\n"
+          "parents (int[T], -1 = a root) gives the tree instead of mask; a mask must be a tree's ancestor mask.\n"
           "Writes their K/V at slots [length, length+T) without committing. Returns {'logits', 'aux'}.\n"
           "logits='argmax' returns {'argmax': int} instead of logits: the last row's greedy token (first\n"
           "index of the maximum, NaN ignored), without copying the logits out.")
@@ -204,14 +221,14 @@ EYAS_BINDINGS(model_transformer) {
       .def(
           "prefill",
           [](Transformer& m, nb::handle tokens, const std::string& logits, bool capture_aux) {
-            return run_forward(m, tokens, std::nullopt, std::nullopt, logits, capture_aux, true);
+            return run_forward(m, tokens, std::nullopt, std::nullopt, std::nullopt, logits, capture_aux, true);
           },
           "tokens"_a, nb::kw_only(), "logits"_a = "last", "capture_aux"_a = false, "forward(tokens) + commit(arange(T)).")
       .def(
           "decode",
           [](Transformer& m, int64_t token, const std::string& logits, bool capture_aux) {
             std::vector<int64_t> t{token};
-            return run_forward(m, nb::cast(t), std::nullopt, std::nullopt, logits, capture_aux, true);
+            return run_forward(m, nb::cast(t), std::nullopt, std::nullopt, std::nullopt, logits, capture_aux, true);
           },
           "token"_a, nb::kw_only(), "logits"_a = "last", "capture_aux"_a = false, "forward([token]) + commit([0]).")
       .def("truncate", &Transformer::truncate, "length"_a, "Drop committed tokens beyond `length`.")
@@ -220,6 +237,9 @@ EYAS_BINDINGS(model_transformer) {
       .def_prop_ro("capacity", &Transformer::capacity, "Maximum tokens (max_context).")
       .def_prop_ro("kv_dtype", [](Transformer& m) { return m.kv_dtype() == DType::F16 ? "f16" : "f32"; },
                    "KV cache precision: 'f32' or 'f16'.")
+      .def_prop_ro("state_bytes", &Transformer::state_bytes,
+                   "Bytes a snapshot of every layer's state holds at the committed length (K/V rows for attention).")
+      .def_prop_ro("layer_kinds", &Transformer::layer_kinds, "Kind of every layer in order: mixer, FFN per block.")
       .def_prop_ro("aux_layers", &Transformer::aux_layers)
       .def_prop_ro("vocab_size", [](Transformer& m) { return m.spec().vocab_size; })
       .def_prop_ro("hidden_size", [](Transformer& m) { return m.spec().hidden_size; })

@@ -32,6 +32,17 @@ void validate_spec(const ModelSpec& s) {
   } else {
     require(s.intermediate_size > 0, "intermediate_size must be > 0");
   }
+  require(s.layers.empty() || int(s.layers.size()) == s.num_layers,
+          "layers must list num_layers = " + std::to_string(s.num_layers) + " blocks, got " +
+              std::to_string(s.layers.size()));
+}
+
+std::vector<BlockSpec> resolve_layers(const ModelSpec& s, const WeightMap& w) {
+  if (!s.layers.empty()) return s.layers;
+  std::vector<BlockSpec> out(size_t(s.num_layers));
+  for (int i = 0; i < s.num_layers; ++i)
+    if (s.has_moe && w.count("blk." + std::to_string(i) + ".ffn_gate_inp")) out[i].ffn = "moe_ffn";
+  return out;
 }
 
 }  // namespace eyas::model

@@ -20,6 +20,12 @@ struct MoeSpec {
   bool shared_expert_gate = false;
 };
 
+// The layer kinds of one decoder block (layers/registry.cpp lists the kinds).
+struct BlockSpec {
+  std::string mixer = "attention";  // token mixing: "attention"
+  std::string ffn = "dense_ffn";    // "dense_ffn" | "moe_ffn"
+};
+
 struct ModelSpec {
   std::string arch;  // "llama" | "qwen2" | "qwen3" | "qwen3_moe"
   int vocab_size = 0, hidden_size = 0, num_layers = 0, num_heads = 0, num_kv_heads = 0, head_dim = 0;
@@ -32,11 +38,16 @@ struct ModelSpec {
   bool has_moe = false;
   MoeSpec moe;
   bool tie_embeddings = false;
+  std::vector<BlockSpec> layers;  // [num_layers]; empty = derived from the weights (resolve_layers)
 };
 
 using WeightMap = std::map<std::string, Tensor>;
 
 // Throws std::invalid_argument "[Transformer] ..." for inconsistent sizes.
 void validate_spec(const ModelSpec& s);
+
+// The spec's per-block layer kinds, or when it lists none: attention + dense FFN, with a MoE FFN
+// where the spec has MoE and blk.{i}.ffn_gate_inp exists (Qwen3-MoE's mlp_only_layers are dense).
+std::vector<BlockSpec> resolve_layers(const ModelSpec& s, const WeightMap& w);
 
 }  // namespace eyas::model

@@ -1,7 +1,8 @@
-// The target model: a decoder-only Transformer (Llama / Qwen2 / Qwen3 / Qwen3-MoE, optional
-// gated attention output) over a KV cache. forward() runs T new tokens after the committed
-// prefix, either causally (prefill / decode) or as a draft tree under a mask; commit() keeps
-// the accepted rows. See docs/model_spec.md for the contract with the Python loaders.
+// The target model: a decoder-only Transformer assembled from the model description as a list of
+// layers, each of a kind (layers/registry.h: attention, dense FFN, MoE FFN) with its own
+// per-sequence LayerState (the attention kind's is its KV cache). forward() runs T new tokens
+// after the committed prefix, either causally (prefill / decode) or as a draft tree; commit()
+// hands every state the accepted path. See docs/model_spec.md for the contract with the loaders.
 #pragma once
 #include <memory>
 #include <mutex>
@@ -10,7 +11,7 @@
 
 #include "core/device.h"
 #include "core/encoder.h"
-#include "model/kv_cache.h"
+#include "model/layer.h"
 #include "model/spec.h"
 
 namespace eyas::model {
@@ -25,11 +26,13 @@ struct ForwardResult {
   int32_t argmax = -1;  // LogitsMode::Argmax
 };
 
+// A tree is given either by its visibility mask or by its node parents (not both); neither = causal.
 struct ForwardInput {
-  const int32_t* tokens = nullptr;  // [T]
+  const int32_t* tokens = nullptr;   // [T]
   int T = 0;
-  const uint8_t* mask = nullptr;    // [T, T] row-major, or null = causal
-  const int32_t* depths = nullptr;  // [T]; with a mask, positions are length + depths[i]
+  const uint8_t* mask = nullptr;     // [T, T] row-major: mask[i, j] = node j is i or an ancestor of i
+  const int32_t* parents = nullptr;  // [T]: parents[i] in [-1, i) (-1: a root on the committed prefix)
+  const int32_t* depths = nullptr;   // [T], checked against the tree; positions are length + depths[i]
   LogitsMode logits = LogitsMode::Last;
   bool capture_aux = false;
 };
@@ -49,52 +52,50 @@ class Transformer {
   void truncate(int n);
   void reset();
 
-  int length() const { return cache_.length(); }
-  int capacity() const { return cache_.capacity(); }
-  DType kv_dtype() const { return cache_.dtype(); }
-  int pending() const { return cache_.pending(); }
+  int length() const { return length_; }
+  int capacity() const { return capacity_; }
+  DType kv_dtype() const { return kv_dtype_; }
+  // Rows written after `length` by the last forward, which commit() may keep.
+  int pending() const { return pending_; }
+  // Bytes a snapshot of every layer's state holds at the committed length.
+  size_t state_bytes() const;
+  // Kind of every layer in order (two per block: mixer, FFN).
+  std::vector<std::string> layer_kinds() const;
   const ModelSpec& spec() const { return spec_; }
   const std::vector<int>& aux_layers() const { return aux_layers_; }
   Device& device() { return *device_; }
 
  private:
-  struct Layer {
-    Tensor attn_norm, wq, wk, wv, bq, bk, bv, q_norm, k_norm, wo, ffn_norm;
-    Tensor wqkv, bqkv;                                             // fused q|k|v (optional)
-    Tensor gate, up, down;                                         // dense FFN
-    Tensor wgu;                                                    // fused gate|up (optional)
-    bool moe = false;
-    Tensor router, gate_exps, up_exps, down_exps;                  // MoE
-    Tensor gate_shexp, up_shexp, down_shexp, gate_inp_shexp;       // shared expert (optional)
+  struct Slot {
+    const char* kind;                   // registry name
+    int block;                          // blk.{block}
+    std::unique_ptr<Layer> layer;
+    Workspace* ws;                      // shared by the layers of this kind
+    std::unique_ptr<LayerState> state;  // null for stateless kinds
   };
   struct Scratch {
     int rows = 0;
     Tensor last_logits, last_argmax;  // LogitsMode::Argmax: F32[1, V], I32[1], reused every step
-    Tensor ids, pos, x, xn, qkv, gu, qf, q, gate_q, k, v, o, proj, ff_gate, ff_up, router, sh_gate, sh_up, sh_out, sh_g;
+    Tensor ids, pos, x, xn, proj;
   };
 
-  void load(WeightMap& w, bool fuse);
+  void build(const WeightMap& w, bool fuse);
   void ensure_scratch(int rows);
-  void validate_input(const ForwardInput& in, std::vector<int32_t>& positions) const;
-  // Views of the scratch rows for one chunk of t rows, built once per chunk and shared by every
-  // layer (building them per layer was a measurable share of a decode step's host time).
-  struct Views {
-    int t = 0;
-    Tensor x, xn, proj, qf, q, gate_q, k, v, o, qkv, gu, g, u, pos;
-    Tensor q3, k3, v3, o3, q_flat, k_flat, qf_heads, q_heads, gate_heads;  // reshaped
-    Tensor qk3;  // one row of a fused q|k|v: q and k heads side by side, rotated by one dispatch
-    Tensor router, sh_gate, sh_up, sh_out, sh_g;
-  };
-  Views make_views(Encoder& enc, int t) const;
-  void encode_layer(Encoder& enc, const Views& w, int l, int slot0, int prefix, const Tensor& mask);
+  // Fills plan_ (positions, parents) and mask_ from the input after checking it.
+  void plan_forward(const ForwardInput& in);
 
   ModelSpec spec_;
   std::shared_ptr<Device> device_;
   std::vector<int> aux_layers_;
-  int chunk_;
-  Tensor embd_, out_norm_, out_w_, inv_freq_;
-  std::vector<Layer> layers_;
-  KVCache cache_;
+  int chunk_, capacity_;
+  DType kv_dtype_;
+  int length_ = 0, pending_ = 0;
+  Tensor embd_, out_norm_, out_w_;
+  std::vector<std::unique_ptr<Workspace>> workspaces_;
+  std::vector<Slot> layers_;
+  ForwardPlan plan_;                 // reused by every forward: its vectors keep their capacity
+  const uint8_t* mask_ = nullptr;    // the current forward's tree mask [T, T], or null
+  std::vector<uint8_t> parent_mask_;  // the mask built from ForwardInput::parents
   Scratch s_;
   Encoder enc_;  // reused by every forward/commit: its arrays keep their capacity between steps
   std::mutex mutex_;  // forward/commit run without the GIL; one call at a time

@@ -1,0 +1,47 @@
+// LayerState: one layer's per-sequence state behind one interface, so the Transformer drives any
+// mix of layer kinds the same way: the attention kind's is its KV cache; a recurrent kind's would
+// be its running state (reference/qwen35_hybrid.md §5); stateless kinds (FFNs) have none.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "core/encoder.h"
+
+namespace eyas::model {
+
+// One forward as the states see it: T new rows after `length` committed ones. Row i continues
+// the sequence of row parents[i] (-1: the committed state), so a recurrent kind derives a tree
+// node's state from its parent's; causal forwards (prefill, decode) have parents[i] = i - 1.
+struct ForwardPlan {
+  int length = 0;
+  int T = 0;
+  bool causal = true;
+  std::vector<int32_t> positions;  // [T]: length + depth (rope positions)
+  std::vector<int32_t> parents;    // [T]: < i, or -1
+};
+
+// The accepted path of the last forward: its rows nodes[j] (strictly increasing, root first)
+// become committed rows length + j.
+struct CommitPlan {
+  int length = 0;
+  const std::vector<int32_t>* nodes = nullptr;
+  bool identity = true;  // nodes == 0..m-1: the rows are in place already
+  Tensor src_slots;      // I32[m]: length + nodes[j], built once for every layer (undefined if identity)
+};
+
+class LayerState {
+ public:
+  virtual ~LayerState() = default;
+  // Before the forward's layers run; may refuse a plan the state cannot hold.
+  virtual void prepare(const ForwardPlan& plan) = 0;
+  // Keeps the accepted path; any data movement is recorded on enc.
+  virtual void commit(Encoder& enc, const CommitPlan& plan) = 0;
+  // Forgets committed rows [n, length); a kind that keeps no history may refuse n != length, 0.
+  virtual void truncate(int length, int n) = 0;
+  virtual void reset() = 0;
+  // Bytes a snapshot of this state holds after `length` committed rows.
+  virtual size_t bytes(int length) const = 0;
+};
+
+}  // namespace eyas::model

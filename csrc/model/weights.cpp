@@ -1,0 +1,46 @@
+#include "model/weights.h"
+
+#include <cstring>
+
+#include "ops/matmul.h"
+
+namespace eyas::model {
+
+static std::string shape_str(const std::vector<int64_t>& s) {
+  std::string r = "[";
+  for (size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
+  return r + "]";
+}
+
+Tensor take(const WeightMap& w, const std::string& name, std::vector<int64_t> shape, bool float_only, bool required) {
+  const char* op = "Transformer";
+  auto it = w.find(name);
+  if (it == w.end()) {
+    if (required) fail(op, "missing weight '" + name + "' " + shape_str(shape));
+    return Tensor{};
+  }
+  Tensor t = it->second;
+  if (t.shape != shape)
+    fail(op, "weight '" + name + "' has shape " + shape_str(t.shape) + ", expected " + shape_str(shape));
+  if (float_only ? t.dtype != DType::F32 : !ops::matmul_supports(t.dtype))
+    fail(op, "weight '" + name + "' has unsupported dtype " + type_traits(t.dtype).name +
+                 (float_only ? " (norms and biases must be F32)" : ""));
+  if (!t.buffer || t.offset + t.nbytes() > t.buffer->size())
+    fail(op, "weight '" + name + "' " + t.describe() + " is larger than its buffer");
+  return t;
+}
+
+Tensor concat_rows(const std::vector<const Tensor*>& parts) {
+  std::vector<int64_t> shape = parts[0]->shape;
+  shape[0] = 0;
+  for (const Tensor* p : parts) shape[0] += p->dim(0);
+  Tensor out = Tensor::empty(parts[0]->dtype, shape);
+  size_t off = 0;
+  for (const Tensor* p : parts) {
+    std::memcpy(out.data<uint8_t>() + off, p->data<uint8_t>(), p->nbytes());
+    off += p->nbytes();
+  }
+  return out;
+}
+
+}  // namespace eyas::model

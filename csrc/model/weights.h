@@ -1,0 +1,20 @@
+// Taking a model's weights out of the loader's map: shape and type checks with messages that
+// name the tensor, and the row concatenation behind fused matmuls.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "model/spec.h"
+
+namespace eyas::model {
+
+// Weight `name` after checking its shape and type ("[Transformer] missing weight 'blk.0.attn_q' [64, 64]",
+// wrong shape, unsupported dtype, too small a buffer). float_only: norms and biases (F32).
+// A missing optional weight gives an undefined Tensor.
+Tensor take(const WeightMap& w, const std::string& name, std::vector<int64_t> shape, bool float_only,
+            bool required = true);
+// Rows of several same-typed tensors stacked into one new tensor (a copy): one matmul over the
+// stack gives every part's columns with the same bits (each output column is its own dot product).
+Tensor concat_rows(const std::vector<const Tensor*>& parts);
+
+}  // namespace eyas::model
