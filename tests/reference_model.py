@@ -11,6 +11,8 @@ import numpy as np
 from gguf import GGMLQuantizationType
 from gguf.quants import dequantize as gguf_dequantize
 
+from eyas.models.common import layer_kinds
+
 
 def dequantize(array: np.ndarray, dtype_id: int, shape) -> np.ndarray:
     """float32 tensor of logical `shape` from a weights-table entry."""
@@ -137,6 +139,7 @@ class ReferenceTransformer:
         Hq, Hkv, D, eps = s["num_heads"], s["num_kv_heads"], s["head_dim"], s["rms_eps"]
         x = w["token_embd"][tokens]
         aux = []
+        kinds = s.get("layers") or layer_kinds(s["num_layers"], range(s["num_layers"]) if s["moe"] else ())
         for i in range(s["num_layers"]):
             p = f"blk.{i}."
             if i in self.aux_layers:
@@ -166,7 +169,7 @@ class ReferenceTransformer:
                 attn = attn * sigmoid(gate)
             x = x + self._mm(attn, p + "attn_output")
             h = rms_norm(x, w[p + "ffn_norm"], eps)
-            x = x + (self._dense(h, p, "") if s["moe"] is None else self._moe(h, p))
+            x = x + (self._moe(h, p) if kinds[i]["ffn"] == "moe_ffn" else self._dense(h, p, ""))
         out = {}
         if capture_aux:
             out["aux"] = np.concatenate(aux, axis=1)

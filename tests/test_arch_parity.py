@@ -74,7 +74,7 @@ def test_gguf_llama_is_interleaved_and_hf_is_neox(built):
     assert hf["rope_style"] == "neox"
     assert gg["rope_style"] == ("interleaved" if gg["arch"] == "llama" else "neox")
     np.testing.assert_allclose(gg["rope_inv_freq"], hf["rope_inv_freq"], rtol=1e-6)
-    for key in ("arch", "num_layers", "num_heads", "num_kv_heads", "head_dim", "qkv_bias", "qk_norm", "moe",
+    for key in ("arch", "num_layers", "num_heads", "num_kv_heads", "head_dim", "qkv_bias", "qk_norm", "moe", "layers",
                 "tie_embeddings"):
         assert gg[key] == hf[key], key
 

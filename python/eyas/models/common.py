@@ -46,6 +46,13 @@ def rope_inv_freq(base: float, rot_dim: int, scaling: dict | None = None,
     return inv.astype(np.float32)
 
 
+def layer_kinds(num_layers: int, moe_layers: Any = ()) -> list[dict]:
+    """The runtime's per-block layer kinds (docs/model_spec.md): attention, then a MoE FFN in the
+    blocks of `moe_layers` and a dense FFN elsewhere."""
+    moe = set(moe_layers)
+    return [{"mixer": "attention", "ffn": "moe_ffn" if i in moe else "dense_ffn"} for i in range(num_layers)]
+
+
 def base_spec(arch: str, **kw: Any) -> dict:
     spec = {
         "arch": arch, "rope_style": "neox", "qkv_bias": False, "qk_norm": False,
@@ -59,6 +66,9 @@ def base_spec(arch: str, **kw: Any) -> dict:
         fail(f"{arch}: num_heads {spec['num_heads']} is not a multiple of num_kv_heads {spec['num_kv_heads']}")
     if spec["rot_dim"] > spec["head_dim"]:
         fail(f"{arch}: rot_dim {spec['rot_dim']} > head_dim {spec['head_dim']}")
+    if spec.get("layers") is None:  # every block alike
+        L = spec["num_layers"]
+        spec["layers"] = layer_kinds(L, range(L) if spec["moe"] else ())
     return spec
 
 
@@ -72,8 +82,11 @@ def expected_tensors(spec: dict) -> tuple[dict[str, tuple[int, ...]], dict[str, 
     if not spec["tie_embeddings"]:
         req["output"] = (V, H)
     moe = spec["moe"]
-    for i in range(L):
+    layers = spec.get("layers") or layer_kinds(L, range(L) if moe else ())
+    for i, kinds in enumerate(layers):
         p = f"blk.{i}."
+        if kinds["mixer"] != "attention":
+            fail(f"layer {i}: unknown mixer kind {kinds['mixer']!r}")
         req[p + "attn_norm"] = (H,)
         req[p + "attn_q"] = (Hq * D * (2 if spec["attn_output_gate"] else 1), H)
         req[p + "attn_k"] = (Hkv * D, H)
@@ -87,11 +100,11 @@ def expected_tensors(spec: dict) -> tuple[dict[str, tuple[int, ...]], dict[str, 
         if spec["qk_norm"]:
             req[p + "attn_q_norm"] = (D,)
             req[p + "attn_k_norm"] = (D,)
-        if moe is None:
+        if kinds["ffn"] == "dense_ffn":
             req[p + "ffn_gate"] = (I, H)
             req[p + "ffn_up"] = (I, H)
             req[p + "ffn_down"] = (H, I)
-        else:
+        elif kinds["ffn"] == "moe_ffn" and moe is not None:
             E, Ie, Is = moe["num_experts"], moe["expert_intermediate_size"], moe["shared_expert_intermediate_size"]
             req[p + "ffn_gate_inp"] = (E, H)
             req[p + "ffn_gate_exps"] = (E, Ie, H)
@@ -102,6 +115,8 @@ def expected_tensors(spec: dict) -> tuple[dict[str, tuple[int, ...]], dict[str, 
                 req[p + "ffn_up_shexp"] = (Is, H)
                 req[p + "ffn_down_shexp"] = (H, Is)
                 (req if moe["shared_expert_gate"] else opt)[p + "ffn_gate_inp_shexp"] = (1, H)
+        else:
+            fail(f"layer {i}: unknown FFN kind {kinds['ffn']!r}" + (" (the spec has no 'moe')" if moe is None else ""))
     return req, opt
 
 

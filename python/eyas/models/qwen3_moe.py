@@ -4,19 +4,21 @@ Both map to the runtime's "qwen3_moe" arch; the attention flags say which attent
 """
 
 from eyas.models import base
-from eyas.models.common import fail, hf_int
+from eyas.models.common import hf_int, layer_kinds
 
 HF_MODEL_TYPES = ("qwen3_moe", "qwen2_moe")
 GGUF_ARCHS = ("qwen3moe", "qwen2moe")
 
 
-def _check_all_sparse(config: dict) -> None:
-    if config.get("mlp_only_layers") or int(config.get("decoder_sparse_step", 1)) != 1:
-        fail("MoE models with dense layers (mlp_only_layers / decoder_sparse_step != 1) are not supported")
+def _hf_layers(config: dict) -> list[dict]:
+    # As transformers builds the blocks: MoE unless in mlp_only_layers or off the sparse step.
+    L, step = hf_int(config, "num_hidden_layers"), int(config.get("decoder_sparse_step") or 1)
+    dense = set(config.get("mlp_only_layers") or ())
+    return layer_kinds(L, [i for i in range(L) if i not in dense and (i + 1) % step == 0])
 
 
 def spec_from_hf(config: dict) -> dict:
-    _check_all_sparse(config)
+    layers = _hf_layers(config)
     qwen2 = config.get("model_type") == "qwen2_moe"
     Is = int(config.get("shared_expert_intermediate_size") or 0)
     moe = {
@@ -27,8 +29,9 @@ def spec_from_hf(config: dict) -> dict:
         "shared_expert_intermediate_size": Is, "shared_expert_gate": bool(Is) and qwen2,
     }
     if qwen2:
-        return base.from_hf(config, "qwen3_moe", qkv_bias=bool(config.get("qkv_bias", True)), moe=moe)
-    return base.from_hf(config, "qwen3_moe", qk_norm=True, qkv_bias=bool(config.get("attention_bias", False)), moe=moe)
+        return base.from_hf(config, "qwen3_moe", qkv_bias=bool(config.get("qkv_bias", True)), moe=moe, layers=layers)
+    return base.from_hf(config, "qwen3_moe", qk_norm=True, qkv_bias=bool(config.get("attention_bias", False)), moe=moe,
+                        layers=layers)
 
 
 def spec_from_gguf(meta: dict, weights: dict, gguf_arch: str) -> dict:
@@ -42,5 +45,8 @@ def spec_from_gguf(meta: dict, weights: dict, gguf_arch: str) -> dict:
         "expert_intermediate_size": base.meta_int(meta, k + "expert_feed_forward_length"),
         "shared_expert_intermediate_size": Is, "shared_expert_gate": "blk.0.ffn_gate_inp_shexp" in weights,
     }
-    return base.from_gguf(meta, weights, gguf_arch, "qwen3_moe", "neox", moe=moe,
+    # A block without a router is dense (the converter writes ffn_gate/up/down for mlp_only_layers).
+    L = base.meta_int(meta, k + "block_count")
+    layers = layer_kinds(L, [i for i in range(L) if f"blk.{i}.ffn_gate_inp" in weights])
+    return base.from_gguf(meta, weights, gguf_arch, "qwen3_moe", "neox", moe=moe, layers=layers,
                           qk_norm="blk.0.attn_q_norm" in weights, qkv_bias="blk.0.attn_q.bias" in weights)
