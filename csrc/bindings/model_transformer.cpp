@@ -235,6 +235,7 @@ EYAS_BINDINGS(model_transformer) {
       .def("reset", &Transformer::reset, "Forget every token.")
       .def_prop_ro("length", &Transformer::length, "Committed tokens.")
       .def_prop_ro("capacity", &Transformer::capacity, "Maximum tokens (max_context).")
+      .def_prop_ro("pending", &Transformer::pending, "Rows the last forward wrote that commit() may keep.")
       .def_prop_ro("kv_dtype", [](Transformer& m) { return m.kv_dtype() == DType::F16 ? "f16" : "f32"; },
                    "KV cache precision: 'f32' or 'f16'.")
       .def_prop_ro("state_bytes", &Transformer::state_bytes,
