@@ -131,6 +131,8 @@ def test_parents_and_tree_mask_errors():
         m.forward(toks, parents=[-1, 1, 0])
     with pytest.raises(ValueError, match=r"parents\[2\] = -2"):
         m.forward(toks, parents=[-1, 0, -2])
+    with pytest.raises(ValueError, match=r"parents\[2\] = -2147483648"):  # outside int32: never read as a root
+        m.forward(toks, parents=np.array([-1, 0, 2**40], np.int64))
     with pytest.raises(ValueError, match="parents must have T = 3 entries"):
         m.forward(toks, parents=[-1, 0])
     with pytest.raises(ValueError, match="not both"):
@@ -143,3 +145,15 @@ def test_parents_and_tree_mask_errors():
     assert m.length == 0 and m.pending == 0
     out = m.forward(toks, parents=[-1, 0, 0], depths=[0, 1, 1], logits="all")  # still usable; depths agree
     assert out["logits"].shape == (3, 128) and m.pending == 3
+
+
+def test_hf_moe_configs_list_their_dense_blocks():
+    """As transformers builds Qwen MoE blocks: MoE on the sparse step, dense in mlp_only_layers."""
+    from eyas.models import qwen3_moe
+
+    cfg = dict(model_type="qwen3_moe", vocab_size=128, hidden_size=64, num_attention_heads=4, num_key_value_heads=2,
+               head_dim=16, num_hidden_layers=4, intermediate_size=96, num_experts=4, num_experts_per_tok=2,
+               moe_intermediate_size=32, decoder_sparse_step=2, mlp_only_layers=[3])
+    spec = qwen3_moe.spec_from_hf(cfg)
+    assert [k["ffn"] for k in spec["layers"]] == ["dense_ffn", "moe_ffn", "dense_ffn", "dense_ffn"]
+    assert all(k["mixer"] == "attention" for k in spec["layers"])

@@ -84,8 +84,9 @@ model::ModelSpec parse_spec(nb::dict d) {
 
 Tensor parse_weight(const std::string& name, nb::handle v) { return bind::parse_weight(kOp, name, v); }
 
-// int32 values from an int array or a sequence of Python ints.
-std::vector<int32_t> ints(const char* op, const char* name, nb::handle h) {
+// int32 values from an int array or a sequence of Python ints; values outside int32 become
+// `bad`, which the caller's range checks reject (-1 for ids and indices; parents take -1 as a root).
+std::vector<int32_t> ints(const char* op, const char* name, nb::handle h, int32_t bad = -1) {
   std::vector<int64_t> v;
   bind::Array a;
   if (nb::try_cast<bind::Array>(h, a)) {
@@ -102,8 +103,7 @@ std::vector<int32_t> ints(const char* op, const char* name, nb::handle h) {
   }
   std::vector<int32_t> out(v.size());
   for (size_t i = 0; i < v.size(); ++i) {
-    // Out-of-range values become -1 and are rejected by the range checks downstream.
-    out[i] = (v[i] < INT32_MIN || v[i] > INT32_MAX) ? -1 : int32_t(v[i]);
+    out[i] = (v[i] < INT32_MIN || v[i] > INT32_MAX) ? bad : int32_t(v[i]);
   }
   return out;
 }
@@ -132,7 +132,7 @@ nb::dict run_forward(Transformer& m, nb::handle tokens, std::optional<nb::handle
     in.depths = dep.data();
   }
   if (parents && !parents->is_none()) {
-    par = ints(op, "parents", *parents);
+    par = ints(op, "parents", *parents, INT32_MIN);
     if (int(par.size()) != in.T) fail(op, "parents must have T = " + std::to_string(in.T) + " entries");
     in.parents = par.data();
   }

@@ -36,17 +36,18 @@ def spec_from_hf(config: dict) -> dict:
 
 def spec_from_gguf(meta: dict, weights: dict, gguf_arch: str) -> dict:
     k = gguf_arch + "."
+    # A block without a router is dense (the converter writes ffn_gate/up/down for mlp_only_layers).
+    L = base.meta_int(meta, k + "block_count")
+    moe_blocks = [i for i in range(L) if f"blk.{i}.ffn_gate_inp" in weights]
+    first = f"blk.{moe_blocks[0] if moe_blocks else 0}."  # the shared expert's tensors, if any
     Is = base.meta_int(meta, k + "expert_shared_feed_forward_length", 0)
-    if Is == 0 and "blk.0.ffn_up_shexp" in weights:
-        Is = int(weights["blk.0.ffn_up_shexp"][2][0])
+    if Is == 0 and first + "ffn_up_shexp" in weights:
+        Is = int(weights[first + "ffn_up_shexp"][2][0])
     moe = {
         "num_experts": base.meta_int(meta, k + "expert_count"), "top_k": base.meta_int(meta, k + "expert_used_count"),
         "norm_topk_prob": bool(meta.get(k + "expert_weights_norm", gguf_arch == "qwen3moe")),
         "expert_intermediate_size": base.meta_int(meta, k + "expert_feed_forward_length"),
-        "shared_expert_intermediate_size": Is, "shared_expert_gate": "blk.0.ffn_gate_inp_shexp" in weights,
+        "shared_expert_intermediate_size": Is, "shared_expert_gate": first + "ffn_gate_inp_shexp" in weights,
     }
-    # A block without a router is dense (the converter writes ffn_gate/up/down for mlp_only_layers).
-    L = base.meta_int(meta, k + "block_count")
-    layers = layer_kinds(L, [i for i in range(L) if f"blk.{i}.ffn_gate_inp" in weights])
-    return base.from_gguf(meta, weights, gguf_arch, "qwen3_moe", "neox", moe=moe, layers=layers,
+    return base.from_gguf(meta, weights, gguf_arch, "qwen3_moe", "neox", moe=moe, layers=layer_kinds(L, moe_blocks),
                           qk_norm="blk.0.attn_q_norm" in weights, qkv_bias="blk.0.attn_q.bias" in weights)
