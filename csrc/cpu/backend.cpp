@@ -41,8 +41,6 @@ Tensor rows_of(const Tensor& t, int64_t r0, int64_t n) {
 // alive until they run. Captures up to KernelFn::kInline bytes record without an allocation.
 class CpuBackend final : public ops::Backend {
  public:
-  DeviceKind kind() const override { return DeviceKind::CPU; }
-
   void rms_norm(Encoder& enc, const RmsNormArgs& a, const Tensor& x, const Tensor& w, const Tensor& y) override {
     enc.dispatch("rms_norm", {&x, &w}, {&y},
                  [a, xp = x.data<float>(), wp = w.data<float>(), yp = y.data<float>()](ThreadPool& pool) {

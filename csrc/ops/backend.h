@@ -17,7 +17,6 @@ namespace eyas::ops {
 class Backend {
  public:
   virtual ~Backend() = default;
-  virtual DeviceKind kind() const = 0;
 
   // Shapes and semantics: the op of the same name in csrc/ops/<family>.h.
   virtual void rms_norm(Encoder& enc, const RmsNormArgs& a, const Tensor& x, const Tensor& w, const Tensor& y) = 0;
