@@ -83,6 +83,13 @@ CASES = {
                     "capacity"),
     "kv-move-dtype": (lambda: ops.kv_move_rows(_z(3, 8, 64), np.array([5, 6], np.int64), 0), "kv_move_rows", "I32"),
     "kv-move-2d": (lambda: ops.kv_move_rows(_z(8, 64), np.array([5], np.int32), 0), "kv_move_rows", "3 dims"),
+    # moe: what each expert's matmul needs is checked before anything is recorded
+    "moe-expert-dtype": (lambda: ops.moe_ffn(_z(2, 32), _z(2, 4), _z(4, 8, 32, dtype=np.int32), _z(4, 8, 32),
+                                             _z(4, 32, 8), 2, True), "moe_ffn", "gate_exps: unsupported weight type"),
+    "moe-expert-shape": (lambda: ops.moe_ffn(_z(2, 32), _z(2, 4), _z(4, 8, 32), _z(4, 8, 32), _z(4, 32, 9), 2,
+                                             True), "moe_ffn", "down_exps"),
+    "moe-top-k": (lambda: ops.moe_ffn(_z(2, 32), _z(2, 4), _z(4, 8, 32), _z(4, 8, 32), _z(4, 32, 8), 5, True),
+                  "moe_ffn", "top_k"),
 }
 
 

@@ -33,29 +33,31 @@ EYAS_BINDINGS(model_ops) {
       "x * sigmoid(g) per row. x: float32[R, N], g: float32[R, 1].");
   ops.def(
       "moe_route",
-      [](bind::Array logits, int top_k, bool norm_topk_prob) {
+      [](bind::Array logits, int top_k, bool norm_topk_prob, std::optional<Encoder*> encoder) {
         const char* op = "moe_route";
         Tensor tl = bind::from_numpy(op, "router_logits", logits);
         if (tl.ndim() != 2) fail(op, "router_logits must be 2-D, got " + tl.describe());
         Tensor idx = Tensor::empty(DType::I32, {tl.dim(0), std::max(top_k, 0)});
         Tensor w = Tensor::empty(DType::F32, {tl.dim(0), std::max(top_k, 0)});
-        bind::encode(std::nullopt, [&](Encoder& enc) { ops::moe_route(enc, tl, top_k, norm_topk_prob, idx, w); });
+        bind::encode(encoder, [&](Encoder& enc) { ops::moe_route(enc, tl, top_k, norm_topk_prob, idx, w); });
         return nb::make_tuple(bind::to_numpy(idx), bind::to_numpy(w));
       },
-      "router_logits"_a, "top_k"_a, "norm_topk_prob"_a,
+      "router_logits"_a, "top_k"_a, "norm_topk_prob"_a, nb::kw_only(), "encoder"_a = nb::none(),
       "Softmax router -> (expert ids int32[T, k], weights float32[T, k]), highest first.");
   ops.def(
       "moe_ffn",
       [](bind::Array x, bind::Array logits, bind::Array gate_exps, bind::Array up_exps, bind::Array down_exps, int top_k,
-         bool norm_topk_prob) {
+         bool norm_topk_prob, std::optional<Encoder*> encoder) {
         const char* op = "moe_ffn";
         Tensor tx = bind::from_numpy(op, "x", x), tl = bind::from_numpy(op, "router_logits", logits);
         Tensor tg = bind::from_numpy(op, "gate_exps", gate_exps), tu = bind::from_numpy(op, "up_exps", up_exps);
         Tensor td = bind::from_numpy(op, "down_exps", down_exps);
         Tensor ty = Tensor::empty(DType::F32, tx.shape);
-        bind::encode(std::nullopt, [&](Encoder& enc) { ops::moe_ffn(enc, tx, tl, tg, tu, td, top_k, norm_topk_prob, ty); });
+        bind::encode(encoder,
+                     [&](Encoder& enc) { ops::moe_ffn(enc, tx, tl, tg, tu, td, top_k, norm_topk_prob, ty); });
         return bind::to_numpy(ty);
       },
       "x"_a, "router_logits"_a, "gate_exps"_a, "up_exps"_a, "down_exps"_a, "top_k"_a, "norm_topk_prob"_a,
+      nb::kw_only(), "encoder"_a = nb::none(),
       "MoE feed-forward with float32 expert stacks gate/up [E, Ie, H], down [E, H, Ie].");
 }

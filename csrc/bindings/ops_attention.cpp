@@ -2,8 +2,8 @@
 
 #include "bindings/convert.h"
 #include "bindings/registry.h"
-#include "cpu/softmax_exp.h"
 #include "ops/attention.h"
+#include "ops/cpu_controls.h"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -31,7 +31,7 @@ EYAS_BINDINGS(ops_attention) {
       "[prefix_len, prefix_len + Tn) already hold K/V and the queries are the last Tq of them.\n"
       "mask: uint8/bool[Tq, Tn] (query i sees new slot j where nonzero) or None = causal (Tn = Tq).\n"
       "scale defaults to 1/sqrt(D). Returns float32[Tq, Hq, D].");
-  ops.def("_force_scalar", &cpu::force_scalar, "on"_a,
+  ops.def("_force_scalar", &ops::force_scalar_kernels, "on"_a,
           "Testing knob: run the rope/elementwise/softmax/top-k/attention kernels and the F16 KV write on their "
           "scalar paths.");
 }

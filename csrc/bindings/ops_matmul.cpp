@@ -4,8 +4,7 @@
 
 #include "bindings/convert.h"
 #include "bindings/registry.h"
-#include "cpu/matmul.h"
-#include "cpu/quant/isa.h"
+#include "ops/cpu_controls.h"
 #include "ops/embedding.h"
 #include "ops/matmul.h"
 
@@ -97,11 +96,7 @@ EYAS_BINDINGS(ops_matmul) {
           fail(op, "only Q4_0, Q4_1 and Q8_0 weights are repacked");
         Tensor tw = bind::from_bytes(op, "w", w_bytes, wt, weight_shape(op, w_shape, wt));
         if (tw.dim(0) > INT32_MAX || tw.dim(1) > INT32_MAX) fail(op, "dimensions must fit in int32");
-        const MatmulArgs a{2, int32_t(tw.dim(0)), int32_t(tw.dim(1)), int32_t(wt)};
-        Tensor out = Tensor::empty(DType::U8, {int64_t(cpu::matmul_pack_bytes(a))});
-        ThreadPool pool(1);
-        cpu::matmul_pack_weight(a, tw.data<uint8_t>(), out.data<uint8_t>(), pool);
-        return bind::to_numpy(out);
+        return bind::to_numpy(ops::repacked_weight(tw));
       },
       "w_bytes"_a, "w_type"_a, "w_shape"_a,
       "Test hook: the repack of Q4_0/Q4_1/Q8_0 weights the VNNI and AMX kernels read (uint8, 320 bytes "
@@ -115,17 +110,8 @@ EYAS_BINDINGS(ops_matmul) {
         Tensor tw = bind::from_bytes(op, "w", w_bytes, wt, weight_shape(op, w_shape, wt));
         if (tx.ndim() != 2 || tx.dtype != DType::F32 || tx.dim(1) != tw.dim(1)) fail(op, "x must be float32[T, K]");
         if (tx.dim(0) > INT32_MAX || tw.dim(0) > INT32_MAX || tw.dim(1) > INT32_MAX) fail(op, "dimensions must fit in int32");
-        const MatmulArgs a{int32_t(tx.dim(0)), int32_t(tw.dim(0)), int32_t(tw.dim(1)), int32_t(wt)};
         Tensor ty = Tensor::empty(DType::F32, {tx.dim(0), tw.dim(0)});
-        ThreadPool& pool = bind::default_device()->pool();
-        std::vector<uint8_t> pack;
-        uint8_t* p = nullptr;
-        if (cpu::matmul_wants_pack(a)) {
-          pack.resize(cpu::matmul_pack_bytes(a) + 64);
-          p = reinterpret_cast<uint8_t*>((uintptr_t(pack.data()) + 63) & ~uintptr_t(63));
-          cpu::matmul_pack_weight(a, tw.data<uint8_t>(), p, pool);
-        }
-        cpu::matmul(a, tx.data<float>(), tw.data<uint8_t>(), ty.data<float>(), pool, p);
+        ops::matmul_with_fresh_pack(tx, tw, ty, bind::default_device()->pool());
         return bind::to_numpy(ty);
       },
       "x"_a, "w_bytes"_a, "w_type"_a, "w_shape"_a,
@@ -134,8 +120,8 @@ EYAS_BINDINGS(ops_matmul) {
   ops.def("_weight_packs_built", &ops::weight_packs_built, "Test hook: repacked weights built so far.");
   ops.def("_live_weight_packs", &ops::live_weight_packs,
           "Test hook: how many repacked weights are alive (each is freed with its weight's buffer).");
-  ops.def("set_isa", &cpu::quant::set_isa, "name"_a,
+  ops.def("set_isa", &ops::set_matmul_isa, "name"_a,
           "Debug hook: force the matmul instruction set ('scalar', 'avx2', 'avx512', 'amx' or 'best').");
-  ops.def("get_isa", [] { return std::string(cpu::matmul_isa()); });
-  ops.def("available_isas", &cpu::quant::available_isas, "Instruction sets usable on this CPU, slowest first.");
+  ops.def("get_isa", &ops::matmul_isa);
+  ops.def("available_isas", &ops::available_matmul_isas, "Instruction sets usable on this CPU, slowest first.");
 }

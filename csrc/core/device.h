@@ -3,6 +3,7 @@
 #include <memory>
 #include <string>
 
+#include "core/device_kind.h"
 #include "core/thread_pool.h"
 
 namespace eyas {
@@ -11,12 +12,17 @@ class Device {
  public:
   // backend: "cpu" (always) or "metal" (macOS builds only). threads <= 0 picks the core count.
   explicit Device(const std::string& backend = "cpu", int threads = 0);
+  // A device of any kind, whether or not this build has a backend for it: ops recorded for it
+  // then fail with a clear error (csrc/ops/backend.h). Used by tests of that seam.
+  Device(DeviceKind kind, int threads);
+  DeviceKind kind() const { return kind_; }
   const std::string& backend() const { return backend_; }
   int num_threads() const { return pool_->num_threads(); }
   ThreadPool& pool() { return *pool_; }
 
  private:
-  std::string backend_;
+  DeviceKind kind_;
+  std::string backend_;  // device_kind_name(kind_)
   std::unique_ptr<ThreadPool> pool_;
 };
 

@@ -1,5 +1,8 @@
 // Metal implementations of the op families: argument structs, kernel names and dispatch
 // geometry (kernel_names.h). Inputs are validated by csrc/ops before these run. Plain C++.
+// Not yet reachable from csrc/ops: the Metal issue wraps these in an ops::Backend
+// (csrc/metal/backend.cpp, see csrc/ops/backend.h) that records on the device's encoder, and
+// ops::registered_backend returns it for DeviceKind::Metal when EYAS_HAS_METAL is defined.
 #pragma once
 #include "core/tensor.h"
 #include "metal/encoder.h"

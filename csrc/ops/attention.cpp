@@ -3,7 +3,7 @@
 #include <cmath>
 #include <limits>
 
-#include "cpu/attention.h"
+#include "ops/backend.h"
 
 namespace eyas::ops {
 
@@ -43,13 +43,11 @@ void attention(Encoder& enc, const Tensor& q, const Tensor& k_cache, const Tenso
     fail(op, "prefix_len + new slots (" + std::to_string(prefix_len) + " + " + std::to_string(n_new) +
                  ") exceeds the cache capacity " + std::to_string(cap));
   if (!(scale > 0.0f) || !std::isfinite(scale)) fail(op, "scale must be a finite positive number");
+  Backend& backend = backend_for(op, enc, {&q, &k_cache, &v_cache, &mask, &o});
   if (n_q == 0) return;
   AttentionArgs a{int32_t(n_q),   int32_t(n_new), int32_t(n_heads), int32_t(n_kv),           int32_t(D),
                   int32_t(cap),   prefix_len,     mask.defined() ? 0 : 1, scale};
-  enc.dispatch(op, {&q, &k_cache, &v_cache, &mask}, {&o},
-               [a, qp = q.data<float>(), kp = k_cache.data<uint8_t>(), vp = v_cache.data<uint8_t>(),
-                f16 = k_cache.dtype == DType::F16, mp = mask.defined() ? mask.data<uint8_t>() : nullptr,
-                op = o.data<float>()](ThreadPool& pool) { cpu::attention(a, qp, kp, vp, f16, mp, op, pool); });
+  backend.attention(enc, a, q, k_cache, v_cache, mask, o);
 }
 
 }  // namespace eyas::ops

@@ -1,6 +1,6 @@
 #include "ops/elementwise.h"
 
-#include "cpu/elementwise.h"
+#include "ops/backend.h"
 
 namespace eyas::ops {
 
@@ -31,37 +31,34 @@ void add(Encoder& enc, const Tensor& a, const Tensor& b, const Tensor& y) {
                    std::to_string(a.ndim() ? a.dim(-1) : 0) + "]");
     args = same_shape(op, "a", a, "b", b, y);
   }
+  Backend& backend = backend_for(op, enc, {&a, &b, &y});
   if (a.numel() == 0) return;
-  enc.dispatch(op, {&a, &b}, {&y},
-               [args, ap = a.data<float>(), bp = b.data<float>(), yp = y.data<float>()](ThreadPool& pool) {
-                 cpu::add(args, ap, bp, yp, pool);
-               });
+  backend.add(enc, args, a, b, y);
 }
 
 void silu_mul(Encoder& enc, const Tensor& gate, const Tensor& up, const Tensor& y) {
-  ElementwiseArgs args = same_shape("silu_mul", "gate", gate, "up", up, y);
+  const char* op = "silu_mul";
+  ElementwiseArgs args = same_shape(op, "gate", gate, "up", up, y);
+  Backend& backend = backend_for(op, enc, {&gate, &up, &y});
   if (gate.numel() == 0) return;
-  enc.dispatch("silu_mul", {&gate, &up}, {&y},
-               [args, gp = gate.data<float>(), up_ = up.data<float>(), yp = y.data<float>()](ThreadPool& pool) {
-                 cpu::silu_mul(args, gp, up_, yp, pool);
-               });
+  backend.silu_mul(enc, args, gate, up, y);
 }
 
 void sigmoid_mul(Encoder& enc, const Tensor& x, const Tensor& g, const Tensor& y) {
-  ElementwiseArgs args = same_shape("sigmoid_mul", "x", x, "g", g, y);
+  const char* op = "sigmoid_mul";
+  ElementwiseArgs args = same_shape(op, "x", x, "g", g, y);
+  Backend& backend = backend_for(op, enc, {&x, &g, &y});
   if (x.numel() == 0) return;
-  enc.dispatch("sigmoid_mul", {&x, &g}, {&y}, [args, x, g, y](ThreadPool& pool) {
-    cpu::sigmoid_mul(args, x.data<float>(), g.data<float>(), y.data<float>(), pool);
-  });
+  backend.sigmoid_mul(enc, args, x, g, y);
 }
 
 void scale(Encoder& enc, const Tensor& x, float s, const Tensor& y) {
-  ElementwiseArgs args = same_shape("scale", "x", x, "x", x, y);
+  const char* op = "scale";
+  ElementwiseArgs args = same_shape(op, "x", x, "x", x, y);
   args.s = s;
+  Backend& backend = backend_for(op, enc, {&x, &y});
   if (x.numel() == 0) return;
-  enc.dispatch("scale", {&x}, {&y}, [args, x, y](ThreadPool& pool) {
-    cpu::scale(args, x.data<float>(), y.data<float>(), pool);
-  });
+  backend.scale(enc, args, x, y);
 }
 
 }  // namespace eyas::ops

@@ -2,7 +2,7 @@
 
 #include <climits>
 
-#include "cpu/embedding.h"
+#include "ops/backend.h"
 #include "ops/matmul.h"
 
 namespace eyas::ops {
@@ -28,16 +28,13 @@ void embedding(Encoder& enc, const Tensor& w, const Tensor& ids, const Tensor& y
   for (const Tensor* t : {&w, &ids, &y})
     if (t->offset + t->nbytes() > t->buffer->size()) fail(op, t->describe() + " is larger than its buffer");
   check_writable(op, "y", y);
+  Backend& backend = backend_for(op, enc, {&w, &ids, &y});
   const int32_t* id = ids.data<int32_t>();
   for (int64_t t = 0; t < T; ++t)
     if (id[t] < 0 || id[t] >= V)
       fail(op, "id " + std::to_string(id[t]) + " at position " + std::to_string(t) + " is outside [0, " +
                    std::to_string(V) + ")");
-  EmbeddingArgs a{int32_t(T), int32_t(V), int32_t(K), int32_t(w.dtype)};
-  enc.dispatch(op, {&w, &ids}, {&y},
-               [a, wp = w.data<uint8_t>(), ip = ids.data<int32_t>(), yp = y.data<float>()](ThreadPool& pool) {
-                 cpu::embedding(a, wp, ip, yp, pool);
-               });
+  backend.embedding(enc, EmbeddingArgs{int32_t(T), int32_t(V), int32_t(K), int32_t(w.dtype)}, w, ids, y);
 }
 
 }  // namespace eyas::ops

@@ -2,7 +2,7 @@
 
 #include <limits>
 
-#include "cpu/kv_copy.h"
+#include "ops/backend.h"
 
 namespace eyas::ops {
 
@@ -24,12 +24,10 @@ void kv_write(Encoder& enc, const Tensor& kv_new, const Tensor& cache, int start
   if (start_slot < 0 || int64_t(start_slot) + T > cap)
     fail(op, "slots [" + std::to_string(start_slot) + ", " + std::to_string(start_slot + T) +
                  ") are outside the cache capacity " + std::to_string(cap));
+  Backend& backend = backend_for(op, enc, {&kv_new, &cache});
   if (T == 0) return;
-  KvCopyArgs a{int32_t(T), int32_t(cache.dim(0)), int32_t(cache.dim(2)), int32_t(cap), start_slot};
-  const bool f16 = cache.dtype == DType::F16;
-  enc.dispatch(op, {&kv_new}, {&cache}, [a, f16, src = kv_new.data<float>(), dst = cache.data<uint8_t>()](ThreadPool& pool) {
-    cpu::kv_write(a, src, dst, f16, pool);
-  });
+  const KvCopyArgs a{int32_t(T), int32_t(cache.dim(0)), int32_t(cache.dim(2)), int32_t(cap), start_slot};
+  backend.kv_write(enc, a, kv_new, cache);
 }
 
 void kv_move_rows(Encoder& enc, const Tensor& cache, const Tensor& src_slots, int dst_start) {
@@ -41,18 +39,10 @@ void kv_move_rows(Encoder& enc, const Tensor& cache, const Tensor& src_slots, in
   if (dst_start < 0 || int64_t(dst_start) + m > cap)
     fail(op, "destination slots [" + std::to_string(dst_start) + ", " + std::to_string(dst_start + m) +
                  ") are outside the cache capacity " + std::to_string(cap));
+  Backend& backend = backend_for(op, enc, {&cache, &src_slots});
   if (m == 0) return;
-  KvCopyArgs a{int32_t(m), int32_t(cache.dim(0)), int32_t(cache.dim(2)), int32_t(cap), dst_start};
-  const size_t elem_bytes = size_t(type_traits(cache.dtype).block_bytes);
-  enc.dispatch(op, {&src_slots, &cache}, {&cache}, [a, elem_bytes, src_slots, cache](ThreadPool& pool) {
-    // Slot values may come from an earlier dispatch, so they are checked when the dispatch runs.
-    const int32_t* s = src_slots.data<int32_t>();
-    for (int64_t i = 0; i < a.rows; ++i)
-      if (s[i] < 0 || s[i] >= a.capacity)
-        fail("kv_move_rows", "src_slots[" + std::to_string(i) + "] = " + std::to_string(s[i]) +
-                                 " is outside the cache capacity " + std::to_string(a.capacity));
-    cpu::kv_move_rows(a, s, cache.data<uint8_t>(), elem_bytes, pool);
-  });
+  const KvCopyArgs a{int32_t(m), int32_t(cache.dim(0)), int32_t(cache.dim(2)), int32_t(cap), dst_start};
+  backend.kv_move_rows(enc, a, cache, src_slots);
 }
 
 }  // namespace eyas::ops

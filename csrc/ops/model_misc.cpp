@@ -1,6 +1,6 @@
 #include "ops/model_misc.h"
 
-#include "cpu/model_misc.h"
+#include "ops/backend.h"
 
 namespace eyas::ops {
 
@@ -14,10 +14,7 @@ void copy_cols(Encoder& enc, const Tensor& x, int x_col, const Tensor& y, int y_
   if (n < 0 || x_col < 0 || y_col < 0 || x_col + int64_t(n) > x.dim(1) || y_col + int64_t(n) > y.dim(1))
     fail(op, "column range out of bounds: x " + x.describe() + " [" + std::to_string(x_col) + ", +" +
                  std::to_string(n) + "), y " + y.describe() + " [" + std::to_string(y_col) + ", +" + std::to_string(n) + ")");
-  const int64_t rows = x.dim(0), xs = x.dim(1), ys = y.dim(1);
-  enc.dispatch(op, {&x}, {&y}, [=](ThreadPool& pool) {
-    cpu::copy_cols(rows, n, x.data<float>() + x_col, xs, y.data<float>() + y_col, ys, pool);
-  });
+  backend_for(op, enc, {&x, &y}).copy_cols(enc, x, x_col, y, y_col, n);
 }
 
 void sigmoid_scale_rows(Encoder& enc, const Tensor& x, const Tensor& g, const Tensor& y) {
@@ -30,10 +27,7 @@ void sigmoid_scale_rows(Encoder& enc, const Tensor& x, const Tensor& g, const Te
   check_dim(op, "g", g, 0, x.dim(0));
   check_dim(op, "g", g, 1, 1);
   if (y.shape != x.shape) fail(op, "y " + y.describe() + " must match x " + x.describe());
-  const int64_t rows = x.dim(0), n = x.dim(1);
-  enc.dispatch(op, {&x, &g}, {&y}, [=](ThreadPool& pool) {
-    cpu::sigmoid_scale_rows(rows, n, x.data<float>(), g.data<float>(), y.data<float>(), pool);
-  });
+  backend_for(op, enc, {&x, &g, &y}).sigmoid_scale_rows(enc, x, g, y);
 }
 
 }  // namespace eyas::ops

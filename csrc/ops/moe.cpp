@@ -1,11 +1,10 @@
 #include "ops/moe.h"
 
-#include <cstring>
-#include <memory>
+#include <climits>
+#include <tuple>
 #include <vector>
 
-#include "cpu/moe.h"
-#include "ops/elementwise.h"
+#include "ops/backend.h"
 #include "ops/matmul.h"
 
 namespace eyas::ops {
@@ -24,25 +23,7 @@ void moe_route(Encoder& enc, const Tensor& logits, int top_k, bool norm, const T
   check_dtype(op, "weights", w, DType::F32);
   std::vector<int64_t> want{logits.dim(0), top_k};
   if (idx.shape != want || w.shape != want) fail(op, "idx and weights must be [T, top_k]");
-  const int64_t T = logits.dim(0), E = logits.dim(1);
-  enc.dispatch(op, {&logits}, {&idx, &w}, [=](ThreadPool&) {
-    cpu::moe_route(T, E, top_k, norm, logits.data<float>(), idx.data<int32_t>(), w.data<float>());
-  });
-}
-
-// Expert e of a stacked [E, rows, cols] weight, as a 2-D view (no copy).
-static Tensor expert(const Tensor& w, int64_t e) {
-  Tensor v = w;
-  v.shape = {w.dim(1), w.dim(2)};
-  v.offset = w.offset + size_t(e) * size_t(w.dim(1)) * row_bytes(w.dtype, w.dim(2));
-  return v;
-}
-
-static Tensor rows_of(const Tensor& t, int64_t r0, int64_t n) {
-  Tensor v = t;
-  v.shape[0] = n;
-  v.offset = t.offset + size_t(r0) * size_t(t.dim(1)) * sizeof(float);
-  return v;
+  backend_for(op, enc, {&logits, &idx, &w}).moe_route(enc, logits, top_k, norm, idx, w);
 }
 
 void moe_ffn(Encoder& enc, const Tensor& x, const Tensor& logits, const Tensor& gate_exps, const Tensor& up_exps,
@@ -62,54 +43,17 @@ void moe_ffn(Encoder& enc, const Tensor& x, const Tensor& logits, const Tensor& 
     if (t->ndim() != 3 || t->dim(0) != E || t->dim(1) != rows || t->dim(2) != cols)
       fail(op, std::string(name) + " " + t->describe() + " must be [" + std::to_string(E) + ", " +
                    std::to_string(rows) + ", " + std::to_string(cols) + "]");
+    // What matmul checks for each expert's slice, checked here once: backends run the experts'
+    // matmuls without the op's checks.
+    if (!matmul_supports(t->dtype)) fail(op, std::string(name) + ": unsupported weight type " + t->describe());
+    if (cols % type_traits(t->dtype).block_elems != 0)
+      fail(op, std::string(name) + ": " + std::to_string(cols) + " columns are not a multiple of the " +
+                   type_traits(t->dtype).name + " block size " + std::to_string(type_traits(t->dtype).block_elems));
+    if (t->offset + t->nbytes() > t->buffer->size()) fail(op, t->describe() + " is larger than its buffer");
   }
-  Device* dev = &enc.device();
-  // Routing depends on data computed earlier in the same encoder, so the expert matmuls are
-  // recorded on a nested encoder when this dispatch runs.
-  enc.dispatch(op, {&x, &logits, &gate_exps, &up_exps, &down_exps}, {&y}, [=](ThreadPool& pool) {
-    const int64_t n = T * top_k;
-    std::vector<int32_t> idx(static_cast<size_t>(n));
-    std::vector<float> w(static_cast<size_t>(n));
-    cpu::moe_route(T, E, top_k, norm, logits.data<float>(), idx.data(), w.data());
-    // Group the (token, slot) assignments by expert so each expert runs one matmul over its rows.
-    std::vector<int64_t> count(static_cast<size_t>(E) + 1, 0), pos(static_cast<size_t>(n));
-    for (int64_t a = 0; a < n; ++a) ++count[idx[a] + 1];
-    for (int64_t e = 0; e < E; ++e) count[e + 1] += count[e];
-    std::vector<int64_t> fill(count.begin(), count.end() - 1);
-    Tensor xg = Tensor::empty(DType::F32, {n, H}), g = Tensor::empty(DType::F32, {n, Ie});
-    Tensor u = Tensor::empty(DType::F32, {n, Ie}), yg = Tensor::empty(DType::F32, {n, H});
-    for (int64_t a = 0; a < n; ++a) {
-      pos[a] = fill[idx[a]]++;
-      std::memcpy(xg.data<float>() + pos[a] * H, x.data<float>() + (a / top_k) * H, size_t(H) * sizeof(float));
-    }
-    Encoder inner(*dev);
-    for (int64_t e = 0; e < E; ++e) {
-      const int64_t r0 = count[e], m = count[e + 1] - count[e];
-      if (m == 0) continue;
-      Tensor xe = rows_of(xg, r0, m), ge = rows_of(g, r0, m), ue = rows_of(u, r0, m), ye = rows_of(yg, r0, m);
-      matmul(inner, xe, expert(gate_exps, e), ge);
-      matmul(inner, xe, expert(up_exps, e), ue);
-      silu_mul(inner, ge, ue, ge);
-      matmul(inner, ge, expert(down_exps, e), ye);
-    }
-    inner.commit();
-    // Weighted sum in rank order: the same float operations for a token whatever T is.
-    float* out = y.data<float>();
-    const float* ys = yg.data<float>();
-    pool.run([&](int tid, int nth) {
-      int64_t t0, t1;
-      ThreadPool::split(T, tid, nth, 1, &t0, &t1);
-      for (int64_t t = t0; t < t1; ++t) {
-        float* o = out + t * H;
-        for (int64_t h = 0; h < H; ++h) o[h] = 0.0f;
-        for (int j = 0; j < top_k; ++j) {
-          const float wj = w[t * top_k + j];
-          const float* r = ys + pos[t * top_k + j] * H;
-          for (int64_t h = 0; h < H; ++h) o[h] += wj * r[h];
-        }
-      }
-    });
-  });
+  if (T * top_k > INT32_MAX || H > INT32_MAX || Ie > INT32_MAX) fail(op, "dimensions must fit in int32");
+  backend_for(op, enc, {&x, &logits, &gate_exps, &up_exps, &down_exps, &y})
+      .moe_ffn(enc, x, logits, gate_exps, up_exps, down_exps, top_k, norm, y);
 }
 
 }  // namespace eyas::ops

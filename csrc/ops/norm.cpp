@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "cpu/kernels.h"
+#include "ops/backend.h"
 
 namespace eyas::ops {
 
@@ -16,13 +16,8 @@ void rms_norm(Encoder& enc, const Tensor& x, const Tensor& w, const Tensor& y, f
   check_dim(op, "w", w, 0, x.dim(-1));
   if (y.shape != x.shape) fail(op, "y " + y.describe() + " must match x " + x.describe());
   if (!(eps >= 0.0f) || !std::isfinite(eps)) fail(op, "eps must be a finite non-negative number");
-  RmsNormArgs a{int32_t(x.rows()), int32_t(x.dim(-1)), eps};
-  // Raw pointers, not Tensor copies, in the capture: recording stays allocation-free; the
-  // encoder keeps the buffers alive.
-  enc.dispatch(op, {&x, &w}, {&y},
-               [a, xp = x.data<float>(), wp = w.data<float>(), yp = y.data<float>()](ThreadPool& pool) {
-                 cpu::rms_norm(a, xp, wp, yp, pool);
-               });
+  Backend& backend = backend_for(op, enc, {&x, &w, &y});
+  backend.rms_norm(enc, RmsNormArgs{int32_t(x.rows()), int32_t(x.dim(-1)), eps}, x, w, y);
 }
 
 }  // namespace eyas::ops

@@ -1,6 +1,6 @@
 #include "ops/rope.h"
 
-#include "cpu/rope.h"
+#include "ops/backend.h"
 
 namespace eyas::ops {
 
@@ -24,11 +24,10 @@ void rope(Encoder& enc, const Tensor& x, const Tensor& positions, const Tensor& 
   if (style != RopeStyle::NeoX && style != RopeStyle::Interleaved)
     fail(op, "unknown style " + std::to_string(int(style)));
   if (x.numel() > (int64_t(1) << 31)) fail(op, "x is too large");
+  Backend& backend = backend_for(op, enc, {&x, &positions, &inv_freq, &y});
   if (x.numel() == 0) return;
-  RopeArgs a{int32_t(x.dim(0)), int32_t(x.dim(1)), int32_t(D), rot_dim, int32_t(style)};
-  enc.dispatch(op, {&x, &positions, &inv_freq}, {&y},
-               [a, xp = x.data<float>(), pp = positions.data<int32_t>(), fp = inv_freq.data<float>(),
-                yp = y.data<float>()](ThreadPool& pool) { cpu::rope(a, xp, pp, fp, yp, pool); });
+  const RopeArgs a{int32_t(x.dim(0)), int32_t(x.dim(1)), int32_t(D), rot_dim, int32_t(style)};
+  backend.rope(enc, a, x, positions, inv_freq, y);
 }
 
 }  // namespace eyas::ops

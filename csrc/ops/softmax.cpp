@@ -2,8 +2,7 @@
 
 #include <cmath>
 
-#include "cpu/softmax.h"
-#include "cpu/topk.h"
+#include "ops/backend.h"
 
 namespace eyas::ops {
 
@@ -22,9 +21,9 @@ void softmax(Encoder& enc, const Tensor& x, float temperature, bool log, const T
   if (y.shape != x.shape) fail(op, "y " + y.describe() + " must match x " + x.describe());
   if (!(temperature > 0.0f) || !std::isfinite(temperature))
     fail(op, "temperature must be a finite positive number, got " + std::to_string(temperature));
+  Backend& backend = backend_for(op, enc, {&x, &y});
   if (x.dim(0) == 0) return;
-  SoftmaxArgs a{int32_t(x.dim(0)), int32_t(x.dim(1)), temperature, log ? 1 : 0};
-  enc.dispatch(op, {&x}, {&y}, [a, x, y](ThreadPool& pool) { cpu::softmax(a, x.data<float>(), y.data<float>(), pool); });
+  backend.softmax(enc, SoftmaxArgs{int32_t(x.dim(0)), int32_t(x.dim(1)), temperature, log ? 1 : 0}, x, y);
 }
 
 void argmax(Encoder& enc, const Tensor& x, const Tensor& idx) {
@@ -34,11 +33,9 @@ void argmax(Encoder& enc, const Tensor& x, const Tensor& idx) {
   check_ndim(op, "idx", idx, 1);
   check_dim(op, "idx", idx, 0, x.dim(0));
   check_writable(op, "idx", idx);
+  Backend& backend = backend_for(op, enc, {&x, &idx});
   if (x.dim(0) == 0) return;
-  TopkArgs a{int32_t(x.dim(0)), int32_t(x.dim(1)), 1};
-  enc.dispatch(op, {&x}, {&idx}, [a, x, idx](ThreadPool& pool) {
-    cpu::argmax(a, x.data<float>(), idx.data<int32_t>(), pool);
-  });
+  backend.argmax(enc, TopkArgs{int32_t(x.dim(0)), int32_t(x.dim(1)), 1}, x, idx);
 }
 
 void topk(Encoder& enc, const Tensor& x, int k, const Tensor& values, const Tensor& idx) {
@@ -52,11 +49,9 @@ void topk(Encoder& enc, const Tensor& x, int k, const Tensor& values, const Tens
   if (idx.shape != want) fail(op, "idx " + idx.describe() + " must be [rows, k]");
   check_writable(op, "values", values);
   check_writable(op, "idx", idx);
+  Backend& backend = backend_for(op, enc, {&x, &values, &idx});
   if (x.dim(0) == 0) return;
-  TopkArgs a{int32_t(x.dim(0)), int32_t(x.dim(1)), k};
-  enc.dispatch(op, {&x}, {&values, &idx}, [a, x, values, idx](ThreadPool& pool) {
-    cpu::topk(a, x.data<float>(), values.data<float>(), idx.data<int32_t>(), pool);
-  });
+  backend.topk(enc, TopkArgs{int32_t(x.dim(0)), int32_t(x.dim(1)), k}, x, values, idx);
 }
 
 }  // namespace eyas::ops

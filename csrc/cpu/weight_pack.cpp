@@ -1,0 +1,78 @@
+#include "cpu/weight_pack.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "cpu/matmul.h"
+#include "ops/matmul.h"
+
+namespace eyas {
+
+// Repacked weights (matmul_pack_weight: Q4_0/Q4_1 in the AMX kernels' tile order, Q8_0 for VNNI at
+// T <= the table's q8pack_max_rows), built at a weight's first call on an ISA that reads them (a
+// Q8_0 weight's second: see weight_pack) and stored in the weight's Buffer (derived data), so a pack
+// lives exactly as long as its weight. Weights are not written after their first matmul (loaders
+// fill them before); as a guard against a buffer refilled in place, a hit also compares the first
+// and last 64 bytes of the view with the ones packed, and repacks on a difference.
+namespace {
+
+std::atomic<int64_t> live_packs{0}, packs_built{0};
+
+struct Pack {
+  std::unique_ptr<uint8_t, decltype(&std::free)> bytes{nullptr, std::free};
+  uint8_t head[64], tail[64];
+  size_t edge;  // bytes compared at each end
+  Pack() { ++live_packs; }
+  ~Pack() { --live_packs; }
+};
+
+bool same_edges(const Pack& p, const uint8_t* w, size_t nbytes) {
+  return std::memcmp(p.head, w, p.edge) == 0 && std::memcmp(p.tail, w + nbytes - p.edge, p.edge) == 0;
+}
+
+// The repack bytes, sharing ownership of the whole Pack.
+std::shared_ptr<const uint8_t> bytes_of(std::shared_ptr<const Pack> p) {
+  const uint8_t* b = p->bytes.get();
+  return std::shared_ptr<const uint8_t>(std::move(p), b);
+}
+
+}  // namespace
+
+std::shared_ptr<const uint8_t> cpu::weight_pack(const MatmulArgs& a, const Tensor& w, ThreadPool& pool) {
+  if (!matmul_wants_pack(a)) return nullptr;
+  const uint8_t* wd = w.data<uint8_t>();
+  const size_t nbytes = w.nbytes();
+  const Buffer::DerivedKey key{int64_t(w.offset), a.wtype, a.n, a.k};
+  if (auto hit = std::static_pointer_cast<const Pack>(w.buffer->derived(key)); hit && same_edges(*hit, wd, nbytes))
+    return bytes_of(std::move(hit));
+  // Building a Q8_0 pack reads and writes the whole weight (~30 ms for the default lm_head) for a
+  // 1.5-2x faster call of a few rows (~5x at T = 32 on the AVX-512 table): pack on the second call
+  // into the same buffer, so weights wrapped for a single call (op-level calls, accept_hidden's
+  // head) never pay for one.
+  if (DType(a.wtype) == DType::Q8_0) {
+    const Buffer::DerivedKey seen{int64_t(w.offset), -a.wtype, a.n, a.k};
+    if (!w.buffer->derived(seen)) {
+      w.buffer->set_derived(seen, std::make_shared<int>(1));
+      return nullptr;
+    }
+  }
+  auto p = std::make_shared<Pack>();  // built without a lock: other threads' matmuls go on meanwhile
+  p->bytes.reset(static_cast<uint8_t*>(std::aligned_alloc(64, (matmul_pack_bytes(a) + 63) / 64 * 64)));
+  if (!p->bytes) throw std::bad_alloc();
+  matmul_pack_weight(a, wd, p->bytes.get(), pool);
+  ++packs_built;
+  p->edge = std::min<size_t>(64, nbytes);
+  std::memcpy(p->head, wd, p->edge);
+  std::memcpy(p->tail, wd + nbytes - p->edge, p->edge);
+  w.buffer->set_derived(key, p);
+  return bytes_of(std::move(p));
+}
+
+// Declared with the op (csrc/ops/matmul.h); the CPU backend is the one that repacks weights.
+int64_t ops::live_weight_packs() { return live_packs.load(); }
+int64_t ops::weight_packs_built() { return packs_built.load(); }
+
+}  // namespace eyas

@@ -1,0 +1,16 @@
+// Weights repacked for the CPU matmul kernels, cached with the weight's Buffer.
+#pragma once
+#include <memory>
+
+#include "core/tensor.h"
+#include "core/thread_pool.h"
+#include "metal/kernel_args.h"
+
+namespace eyas::cpu {
+
+// The repack of weight view `w` that matmul(a, ...) reads on the current instruction set, built on
+// a miss; nullptr when the kernels read no repack for this call (or for a Q8_0 weight's first call).
+// The pointer keeps the repack alive for the call even if another thread replaces it meanwhile.
+std::shared_ptr<const uint8_t> weight_pack(const MatmulArgs& a, const Tensor& w, ThreadPool& pool);
+
+}  // namespace eyas::cpu

@@ -1,0 +1,62 @@
+// The backend seam. Each op in csrc/ops validates its arguments, builds its kernel argument struct,
+// then calls backend_for(...).<op>(...): the backend of the encoder's device records the work.
+// Entry points trust their arguments (the op checked them); each records on `enc` the dispatches
+// the op needs, declaring the tensors they read and write. Nothing above csrc/ops sees a backend.
+//
+// Backends of this build: the CPU backend (csrc/cpu/backend.cpp, always). The Metal issue adds
+// csrc/metal/backend.cpp defining metal_backend() and returns it from registered_backend() under
+// EYAS_HAS_METAL (cmake/metal.cmake); ops and model code stay as they are.
+#pragma once
+#include <initializer_list>
+
+#include "core/encoder.h"
+#include "metal/kernel_args.h"
+
+namespace eyas::ops {
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  // Shapes and semantics: the op of the same name in csrc/ops/<family>.h.
+  virtual void rms_norm(Encoder& enc, const RmsNormArgs& a, const Tensor& x, const Tensor& w, const Tensor& y) = 0;
+  virtual void rope(Encoder& enc, const RopeArgs& a, const Tensor& x, const Tensor& positions,
+                    const Tensor& inv_freq, const Tensor& y) = 0;
+  virtual void add(Encoder& enc, const ElementwiseArgs& a, const Tensor& x, const Tensor& b, const Tensor& y) = 0;
+  virtual void silu_mul(Encoder& enc, const ElementwiseArgs& a, const Tensor& gate, const Tensor& up,
+                        const Tensor& y) = 0;
+  virtual void sigmoid_mul(Encoder& enc, const ElementwiseArgs& a, const Tensor& x, const Tensor& g,
+                           const Tensor& y) = 0;
+  virtual void scale(Encoder& enc, const ElementwiseArgs& a, const Tensor& x, const Tensor& y) = 0;
+  virtual void softmax(Encoder& enc, const SoftmaxArgs& a, const Tensor& x, const Tensor& y) = 0;
+  virtual void argmax(Encoder& enc, const TopkArgs& a, const Tensor& x, const Tensor& idx) = 0;
+  virtual void topk(Encoder& enc, const TopkArgs& a, const Tensor& x, const Tensor& values, const Tensor& idx) = 0;
+  // mask: Tensor{} when causal (a.causal == 1).
+  virtual void attention(Encoder& enc, const AttentionArgs& a, const Tensor& q, const Tensor& k_cache,
+                         const Tensor& v_cache, const Tensor& mask, const Tensor& o) = 0;
+  virtual void kv_write(Encoder& enc, const KvCopyArgs& a, const Tensor& kv_new, const Tensor& cache) = 0;
+  // src_slots may be written by an earlier dispatch: their range is checked when the work runs.
+  virtual void kv_move_rows(Encoder& enc, const KvCopyArgs& a, const Tensor& cache, const Tensor& src_slots) = 0;
+  // A backend may keep data derived from a weight (a repack) with the weight's Buffer.
+  virtual void matmul(Encoder& enc, const MatmulArgs& a, const Tensor& x, const Tensor& w, const Tensor& y) = 0;
+  virtual void embedding(Encoder& enc, const EmbeddingArgs& a, const Tensor& w, const Tensor& ids,
+                         const Tensor& y) = 0;
+  virtual void copy_cols(Encoder& enc, const Tensor& x, int x_col, const Tensor& y, int y_col, int n) = 0;
+  virtual void sigmoid_scale_rows(Encoder& enc, const Tensor& x, const Tensor& g, const Tensor& y) = 0;
+  virtual void moe_route(Encoder& enc, const Tensor& logits, int top_k, bool norm, const Tensor& idx,
+                         const Tensor& w) = 0;
+  virtual void moe_ffn(Encoder& enc, const Tensor& x, const Tensor& logits, const Tensor& gate_exps,
+                       const Tensor& up_exps, const Tensor& down_exps, int top_k, bool norm, const Tensor& y) = 0;
+};
+
+// The backend this build has for `kind`, or nullptr.
+Backend* registered_backend(DeviceKind kind);
+// Defined by csrc/cpu/backend.cpp.
+Backend& cpu_backend();
+
+// The backend of enc's device, after checking that every defined tensor's buffer lives on that
+// device; throws std::invalid_argument "[op] ..." on a mismatch or when the build has no backend
+// for the device. No allocation: a decode step calls it ~450 times.
+Backend& backend_for(const char* op, Encoder& enc, std::initializer_list<const Tensor*> tensors);
+
+}  // namespace eyas::ops
