@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import numpy as np
+import pytest
 from gguf import GGML_QUANT_SIZES, GGMLQuantizationType
 
 from eyas.loaders.dtypes import SUPPORTED
@@ -92,3 +94,18 @@ def test_core_dtype_enum_matches_the_header():
 
     members = {n: int(v) for n, v in _core.DType.__members__.items()}
     assert members == {n: v[0] for n, v in cpp_table().items()}
+
+
+def test_runtime_matmul_accepts_exactly_the_supported_types():
+    """The runtime's own list (ops::matmul_supports) and eyas.loaders.dtypes.SUPPORTED are the same set."""
+    from eyas import _core
+
+    K = 256  # a whole block of every type
+    x = np.ones((1, K), np.float32)
+    for name, (id_, elems, nbytes) in cpp_table().items():
+        w = np.zeros(K // elems * nbytes, np.uint8)
+        if id_ in SUPPORTED:
+            assert _core.ops.matmul(x, w, id_, [1, K]).shape == (1, 1), name
+        else:
+            with pytest.raises(ValueError, match=r"\[matmul\] unsupported weight type"):
+                _core.ops.matmul(x, w, id_, [1, K])
