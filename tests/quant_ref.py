@@ -10,9 +10,9 @@ from __future__ import annotations
 import numpy as np
 from gguf import GGML_QUANT_SIZES
 from gguf import GGMLQuantizationType as QT
-from gguf import quants
 
 from eyas.loaders.dtypes import SUPPORTED
+from eyas.loaders.dtypes import dequantize as dequantize_entry
 
 # The runtime's weight types (eyas.loaders.dtypes.SUPPORTED), grouped by block kind.
 FLOAT_TYPES = ("F32", "F16", "BF16")
@@ -55,15 +55,9 @@ def random_weights(rng: np.random.Generator, wtype: str, n: int, k: int) -> np.n
 
 
 def dequantize(raw: np.ndarray, wtype: str, k: int) -> np.ndarray:
-    """uint8[n, row_bytes] -> float32[n, k] with gguf's numpy dequantizers."""
+    """uint8[n, row_bytes] -> float32[n, k] (eyas.loaders.dtypes.dequantize: gguf's numpy dequantizers)."""
     raw = np.ascontiguousarray(raw).reshape(-1, row_bytes(wtype, k))
-    if wtype == "F32":
-        return raw.view(np.float32).reshape(-1, k)
-    if wtype == "F16":
-        return raw.view(np.float16).astype(np.float32).reshape(-1, k)
-    if wtype == "BF16":
-        return (raw.view(np.uint16).astype(np.uint32) << 16).view(np.float32).reshape(-1, k)
-    return quants.dequantize(raw, QT[wtype]).reshape(-1, k).astype(np.float32)
+    return dequantize_entry(raw, int(QT[wtype]), (raw.shape[0], k))
 
 
 def quantize_activations(x: np.ndarray, block: int) -> np.ndarray:
