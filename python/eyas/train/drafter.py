@@ -35,6 +35,13 @@ class DrafterConfig:
         return asdict(self)
 
 
+def rms_norm(x, w, eps):
+    # fp32 statistics even under autocast, as the engine computes them.
+    xf = x.float()
+    y = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)
+    return (y * w.float()).to(x.dtype)
+
+
 class RMSNorm(nn.Module):
     def __init__(self, n, eps):
         super().__init__()
@@ -42,9 +49,7 @@ class RMSNorm(nn.Module):
         self.eps = eps
 
     def forward(self, x):
-        xf = x.float()
-        y = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + self.eps)
-        return (y * self.weight.float()).to(x.dtype)
+        return rms_norm(x, self.weight, self.eps)
 
 
 def rope_neox(x, pos, theta):

@@ -19,6 +19,8 @@ import torch.nn.functional as F
 from eyas.drafters.eagle3 import default_aux_layers
 from eyas.loaders.dtypes import dequantize
 
+from .drafter import rms_norm
+
 
 @dataclass
 class TargetConfig:
@@ -42,13 +44,6 @@ class TargetConfig:
     @property
     def pad_id(self) -> int:  # left padding; masked out, any id in the vocabulary works
         return self.eos_ids[0]
-
-
-def rms_norm(x, w, eps):
-    # fp32 statistics even under autocast: the runtime does the same.
-    xf = x.float()
-    y = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)
-    return (y * w.float()).to(x.dtype)
 
 
 def rope_tables(pos, inv_freq):
