@@ -46,6 +46,20 @@ def test_logits_and_aux_match_the_runtime(built, source):
     parity.assert_close(logits, np.asarray(want["logits"]), "f32_reduce", f"{source} logits")
 
 
+def test_quantized_weights_match_the_dequantized_reference(tmp_path):
+    """Quantized files: the runtime rounds matmul inputs to int8 blocks, the training target does not,
+    so the plain float32 reference forward on the same dequantized weights is the oracle."""
+    lm = load_model(tiny_models.build("qwen3", tmp_path, ("Q4_1",))["Q4_1"])
+    target = TorchTarget.from_loaded(lm, aux_layers=[0, 1, 2]).eval()
+    toks = np.random.default_rng(2).integers(0, tiny_models.VOCAB, T)
+    ref = backend.make_model(lm.spec, lm.weights, max_context=32, aux_layers=[0, 1, 2], reference=True)
+    want = ref.forward(toks, logits="all", capture_aux=True)
+    with torch.no_grad():
+        final, aux = target(torch.as_tensor(toks)[None])
+    parity.assert_close(aux[0].numpy(), want["aux"], "f32_reduce", "Q4_1 aux")
+    parity.assert_close(target.logits(final)[0].numpy(), want["logits"], "f32_reduce", "Q4_1 logits")
+
+
 def test_cached_padded_forward_matches_one_full_forward(built):
     """generate.py's path (left padding, KV cache written in pieces) gives the full forward's states."""
     target = TorchTarget.load(built["F32"]).eval()

@@ -87,8 +87,9 @@ class TorchTarget(torch.nn.Module):
     def __init__(self, spec: dict, weights: dict, cfg: TargetConfig):
         super().__init__()
         self.spec, self.cfg = spec, cfg
-        for name, entry in weights.items():
-            self.register_buffer(name.replace(".", "__"), torch.from_numpy(np.array(dequantize(*entry))))
+        for name, entry in weights.items():  # own writable copies: F32 entries are views of a memory map
+            w = np.require(dequantize(*entry), np.float32, ["C", "W", "O"])
+            self.register_buffer(name.replace(".", "__"), torch.from_numpy(w))
         self.register_buffer("rope_inv_freq", torch.from_numpy(np.asarray(spec["rope_inv_freq"], np.float32)))
 
     @classmethod
@@ -193,7 +194,8 @@ class TorchTarget(torch.nn.Module):
         out = torch.zeros_like(flat)
         for e in top_e.unique().tolist():
             rows, slot = (top_e == e).nonzero(as_tuple=True)
-            out.index_add_(0, rows, self._dense(flat[rows], p, "_exps", e) * top_p[rows, slot, None].to(flat.dtype))
+            y = self._dense(flat[rows], p, "_exps", e) * top_p[rows, slot, None]
+            out.index_add_(0, rows, y.to(out.dtype))  # matmuls may run in bf16 under autocast
         if moe["shared_expert_intermediate_size"]:
             shared = self._dense(flat, p, "_shexp")
             if hasattr(self, (p + "ffn_gate_inp_shexp").replace(".", "__")):
