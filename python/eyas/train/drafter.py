@@ -15,6 +15,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from eyas.models.common import rope_inv_freq
+
+from .layers import apply_rope, rms_norm, rope_tables
+
 
 @dataclass
 class DrafterConfig:
@@ -35,13 +39,6 @@ class DrafterConfig:
         return asdict(self)
 
 
-def rms_norm(x, w, eps):
-    # fp32 statistics even under autocast, as the engine computes them.
-    xf = x.float()
-    y = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)
-    return (y * w.float()).to(x.dtype)
-
-
 class RMSNorm(nn.Module):
     def __init__(self, n, eps):
         super().__init__()
@@ -50,18 +47,6 @@ class RMSNorm(nn.Module):
 
     def forward(self, x):
         return rms_norm(x, self.weight, self.eps)
-
-
-def rope_neox(x, pos, theta):
-    """x: [..., T, heads, hd]; pos: broadcastable to [..., T] -> rotate-half RoPE (HF layout)."""
-    hd = x.shape[-1]
-    inv = theta ** (-torch.arange(0, hd, 2, device=x.device, dtype=torch.float32) / hd)
-    ang = pos.float()[..., None] * inv  # [..., T, hd/2]
-    cos = torch.cat((ang.cos(), ang.cos()), -1)[..., None, :]
-    sin = torch.cat((ang.sin(), ang.sin()), -1)[..., None, :]
-    xf = x.float()
-    rot = torch.cat((-xf[..., hd // 2:], xf[..., : hd // 2]), -1)
-    return (xf * cos + rot * sin).to(x.dtype)
 
 
 class Eagle3Drafter(nn.Module):
@@ -89,6 +74,9 @@ class Eagle3Drafter(nn.Module):
         self.register_buffer("embed", embed.detach().float().clone(), persistent=False)
         self.register_buffer("d2t", torch.zeros(cfg.draft_vocab_size, dtype=torch.long))
         self.register_buffer("t2d", torch.ones(cfg.vocab_size, dtype=torch.bool))
+        # The inverse frequencies the engine's drafter gets from the exported rope_theta.
+        inv = torch.from_numpy(rope_inv_freq(cfg.rope_theta, hd))
+        self.register_buffer("rope_inv_freq", inv, persistent=False)
 
     # Names in the exported (SpecForge / vLLM) checkpoint for each parameter here.
     EXPORT_NAMES = {
@@ -129,8 +117,9 @@ class Eagle3Drafter(nn.Module):
         e = F.embedding(ids, self.embed).to(g.dtype)
         u = torch.cat((self.input_layernorm(e), self.hidden_norm(g)), -1)
         shp = u.shape[:-1]
-        q = rope_neox(self.q_proj(u).view(*shp, c.num_heads, c.head_dim), pos, c.rope_theta)
-        k = rope_neox(self.k_proj(u).view(*shp, c.num_kv_heads, c.head_dim), pos, c.rope_theta)
+        cos, sin = rope_tables(pos, self.rope_inv_freq)
+        q = apply_rope(self.q_proj(u).view(*shp, c.num_heads, c.head_dim), cos, sin, "neox")
+        k = apply_rope(self.k_proj(u).view(*shp, c.num_kv_heads, c.head_dim), cos, sin, "neox")
         v = self.v_proj(u).view(*shp, c.num_kv_heads, c.head_dim)
         return g, q, k, v
 

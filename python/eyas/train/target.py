@@ -19,7 +19,7 @@ import torch.nn.functional as F
 from eyas.drafters.eagle3 import default_aux_layers
 from eyas.loaders.dtypes import dequantize
 
-from .drafter import rms_norm
+from .layers import apply_rope, rms_norm, rope_tables
 
 
 @dataclass
@@ -44,27 +44,6 @@ class TargetConfig:
     @property
     def pad_id(self) -> int:  # left padding; masked out, any id in the vocabulary works
         return self.eos_ids[0]
-
-
-def rope_tables(pos, inv_freq):
-    """pos: [B, T] int; inv_freq: F32[rot/2] -> (cos, sin) each [B, T, 1, rot/2]."""
-    ang = pos.float()[..., None] * inv_freq
-    return ang.cos()[:, :, None, :], ang.sin()[:, :, None, :]
-
-
-def apply_rope(x, cos, sin, style):
-    """x: [B, T, heads, D]; rotates the first rot = 2 * cos.shape[-1] dims of each head.
-
-    "interleaved" rotates pairs (2i, 2i+1) (GGUF llama layout), "neox" pairs (i, i + rot/2)."""
-    rot = 2 * cos.shape[-1]
-    xf, rest = x[..., :rot].float(), x[..., rot:]
-    if style == "interleaved":
-        a, b = xf[..., 0::2], xf[..., 1::2]
-        out = torch.stack((a * cos - b * sin, a * sin + b * cos), -1).flatten(-2)
-    else:
-        a, b = xf[..., : rot // 2], xf[..., rot // 2:]
-        out = torch.cat((a * cos - b * sin, a * sin + b * cos), -1)
-    return torch.cat((out.to(x.dtype), rest), -1)
 
 
 def _config(spec: dict, tokenizer, rope_theta: float, aux_layers) -> TargetConfig:
