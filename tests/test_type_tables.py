@@ -72,7 +72,7 @@ def test_cpp_table_is_ggmls():
             continue
         t = GGMLQuantizationType[name]
         assert id_ == int(t), f"{name}: C++ id {id_}, GGML id {int(t)}"
-        assert (elems, nbytes) == GGML_QUANT_SIZES[t], f"{name}: C++ block {(elems, nbytes)}, GGML {GGML_QUANT_SIZES[t]}"
+        assert (elems, nbytes) == GGML_QUANT_SIZES[t], f"{name}: C++ {(elems, nbytes)}, GGML {GGML_QUANT_SIZES[t]}"
 
 
 def test_runtime_weight_types_are_in_the_cpp_table():

@@ -5,7 +5,6 @@ installed, PyTorch `.bin` pickles (EAGLE's own releases). Float tensors stay mem
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import numpy as np

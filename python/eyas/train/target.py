@@ -137,7 +137,8 @@ class TorchTarget(torch.nn.Module):
             k = k.view(B, T, c.num_kv_heads, c.head_dim)
             v = v.view(B, T, c.num_kv_heads, c.head_dim)
             if s["qk_norm"]:
-                q, k = rms_norm(q, self.w(p + "attn_q_norm"), c.rms_eps), rms_norm(k, self.w(p + "attn_k_norm"), c.rms_eps)
+                q = rms_norm(q, self.w(p + "attn_q_norm"), c.rms_eps)
+                k = rms_norm(k, self.w(p + "attn_k_norm"), c.rms_eps)
             q, k = apply_rope(q, cos, sin, s["rope_style"]), apply_rope(k, cos, sin, s["rope_style"])
             q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)  # [B, heads, T, hd]
             if kv is not None:
