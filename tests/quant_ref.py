@@ -8,17 +8,21 @@ round half to even), so the reference differs from the kernel only by float summ
 from __future__ import annotations
 
 import numpy as np
+from gguf import GGML_QUANT_SIZES
 from gguf import GGMLQuantizationType as QT
-from gguf import quants
 
+from eyas.loaders.dtypes import SUPPORTED
+from eyas.loaders.dtypes import dequantize as dequantize_entry
+
+# The runtime's weight types (eyas.loaders.dtypes.SUPPORTED), grouped by block kind.
 FLOAT_TYPES = ("F32", "F16", "BF16")
 LEGACY_TYPES = ("Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1")
 K_TYPES = ("Q4_K", "Q5_K", "Q6_K")
 ALL_TYPES = FLOAT_TYPES + LEGACY_TYPES + K_TYPES
+assert sorted(ALL_TYPES) == sorted(SUPPORTED.values())
 
-# (elements, bytes) per block, and byte offsets of the f16 scale fields inside one block.
-BLOCK = {"F32": (1, 4), "F16": (1, 2), "BF16": (1, 2), "Q8_0": (32, 34), "Q4_0": (32, 18), "Q4_1": (32, 20),
-         "Q5_0": (32, 22), "Q5_1": (32, 24), "Q4_K": (256, 144), "Q5_K": (256, 176), "Q6_K": (256, 210)}
+# (elements, bytes) per block (gguf's table), and byte offsets of the f16 scale fields inside one block.
+BLOCK = {t: GGML_QUANT_SIZES[QT[t]] for t in ALL_TYPES}
 _SCALES = {"Q8_0": (0,), "Q4_0": (0,), "Q4_1": (0, 2), "Q5_0": (0,), "Q5_1": (0, 2), "Q4_K": (0, 2),
            "Q5_K": (0, 2), "Q6_K": (208,)}
 
@@ -51,15 +55,9 @@ def random_weights(rng: np.random.Generator, wtype: str, n: int, k: int) -> np.n
 
 
 def dequantize(raw: np.ndarray, wtype: str, k: int) -> np.ndarray:
-    """uint8[n, row_bytes] -> float32[n, k] with gguf's numpy dequantizers."""
+    """uint8[n, row_bytes] -> float32[n, k] (eyas.loaders.dtypes.dequantize: gguf's numpy dequantizers)."""
     raw = np.ascontiguousarray(raw).reshape(-1, row_bytes(wtype, k))
-    if wtype == "F32":
-        return raw.view(np.float32).reshape(-1, k)
-    if wtype == "F16":
-        return raw.view(np.float16).astype(np.float32).reshape(-1, k)
-    if wtype == "BF16":
-        return (raw.view(np.uint16).astype(np.uint32) << 16).view(np.float32).reshape(-1, k)
-    return quants.dequantize(raw, QT[wtype]).reshape(-1, k).astype(np.float32)
+    return dequantize_entry(raw, int(QT[wtype]), (raw.shape[0], k))
 
 
 def quantize_activations(x: np.ndarray, block: int) -> np.ndarray:

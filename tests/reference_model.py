@@ -8,24 +8,10 @@ can run on it too.
 from __future__ import annotations
 
 import numpy as np
-from gguf import GGMLQuantizationType
-from gguf.quants import dequantize as gguf_dequantize
 
+from eyas.drafters.eagle3 import default_aux_layers
+from eyas.loaders.dtypes import FLOAT_TYPES, block_size, dequantize
 from eyas.models.common import layer_kinds
-
-
-def dequantize(array: np.ndarray, dtype_id: int, shape) -> np.ndarray:
-    """float32 tensor of logical `shape` from a weights-table entry."""
-    shape = tuple(shape)
-    if dtype_id == 0:
-        return np.asarray(array, dtype=np.float32).reshape(shape)
-    raw = np.ascontiguousarray(array).view(np.uint8).reshape(-1)
-    if dtype_id == 1:
-        return raw.view(np.float16).astype(np.float32).reshape(shape)
-    if dtype_id == 30:
-        return (raw.view(np.uint16).astype(np.uint32) << 16).view(np.float32).reshape(shape)
-    rows = int(np.prod(shape[:-1], dtype=np.int64))
-    return gguf_dequantize(raw.reshape(rows, -1), GGMLQuantizationType(dtype_id)).astype(np.float32).reshape(shape)
 
 
 def rms_norm(x: np.ndarray, w: np.ndarray, eps: float) -> np.ndarray:
@@ -75,9 +61,6 @@ def q8_roundtrip(x: np.ndarray, block: int) -> tuple[np.ndarray, np.ndarray]:
     return (q * d).astype(np.float32).reshape(x.shape), near.reshape(x.shape[0], -1).any(axis=1)
 
 
-_K_QUANTS = {12, 13, 14}  # 256-element super-blocks
-
-
 class ReferenceTransformer:
     """Same interface as `_core.Transformer`: forward (plain or tree), commit, truncate, reset.
 
@@ -93,14 +76,14 @@ class ReferenceTransformer:
         self.w = {name: dequantize(*entry) for name, entry in weights.items()}
         self.act_block = {}
         if quantized_activations:
-            self.act_block = {name: 256 if dt in _K_QUANTS else 32 for name, (_, dt, _) in weights.items()
-                              if dt not in (0, 1, 30)}
+            self.act_block = {name: block_size(dt)[0] for name, (_, dt, _) in weights.items()
+                              if dt not in FLOAT_TYPES}
         if spec["tie_embeddings"]:
             self.w["output"] = self.w["token_embd"]
             if "token_embd" in self.act_block:
                 self.act_block["output"] = self.act_block["token_embd"]
         L, Hkv, D = spec["num_layers"], spec["num_kv_heads"], spec["head_dim"]
-        self.aux_layers = list(aux_layers) if aux_layers is not None else [2, L // 2, L - 3]
+        self.aux_layers = list(aux_layers) if aux_layers is not None else default_aux_layers(L)
         self.capacity = max_context
         self.k = np.zeros((L, max_context, Hkv, D), np.float32)
         self.v = np.zeros_like(self.k)

@@ -19,7 +19,7 @@ from eyas.train.drafter import DrafterConfig, Eagle3Drafter  # noqa: E402
 from eyas.train.evaluate import draft_trees, evaluate_sequences, replay  # noqa: E402
 from eyas.train.export import load_drafter, save_drafter  # noqa: E402
 from eyas.train.generate import generate_batch  # noqa: E402
-from eyas.train.gguf_llama import GGUFLlama  # noqa: E402
+from eyas.train.target import TorchTarget  # noqa: E402
 from eyas.train.trainer import TrainArgs, target_signals, train, ttt_loss, collate  # noqa: E402
 
 V, H, FF, L, NH, NKV = 96, 64, 128, 8, 4, 2
@@ -71,7 +71,7 @@ def tiny_gguf(tmp_path_factory):
 @pytest.fixture(scope="module")
 def target(tiny_gguf):
     torch.manual_seed(0)
-    return GGUFLlama.from_gguf(tiny_gguf).eval()
+    return TorchTarget.load(tiny_gguf).eval()
 
 
 @pytest.fixture(scope="module")

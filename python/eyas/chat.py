@@ -48,6 +48,11 @@ class ChatTemplate:
         except jinja2.TemplateError as e:
             fail(f"template failed to render: {e}")
 
+    def encode(self, tokenizer, messages) -> list[int]:
+        """Token ids of the rendered prompt (with the assistant header): no BOS is added, since
+        the template writes one itself if the model wants it."""
+        return tokenizer.encode(self.render(messages, add_generation_prompt=True), add_bos=False)
+
 
 def normalize_messages(messages) -> list[dict]:
     """A str becomes one user message; a list must hold {"role": str, "content": str} dicts."""

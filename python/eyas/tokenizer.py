@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from gguf.constants import TokenType
 from tokenizers import AddedToken, Regex, decoders, models, pre_tokenizers
 from tokenizers import Tokenizer as _HFTokenizer
 
@@ -21,8 +22,8 @@ PRE_TOKENIZERS = {
     "llama3": [_LLAMA3], "llama-bpe": [_LLAMA3], "llama-v3": [_LLAMA3],
     "qwen2": [_QWEN2], "stablelm2": [_QWEN2],
 }
-# llama.cpp's token types.
-NORMAL, UNKNOWN, CONTROL, USER_DEFINED, UNUSED, BYTE = 1, 2, 3, 4, 5, 6
+# llama.cpp's token types (the gguf package's table).
+NORMAL, CONTROL, USER_DEFINED = int(TokenType.NORMAL), int(TokenType.CONTROL), int(TokenType.USER_DEFINED)
 # Control tokens that end a turn even when the file names a different EOS (llama.cpp does the same).
 _END_OF_TURN = ("<|im_end|>", "<|endoftext|>", "<|eot_id|>", "<|end_of_text|>", "<end_of_turn>", "<|end|>")
 

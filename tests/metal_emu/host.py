@@ -10,13 +10,15 @@ import re
 
 import numpy as np
 
+from gguf import GGMLQuantizationType
+
+from tests import quant_ref as qr
 from tests.metal_emu import build
 from tests.metal_emu.runner import pack_args
 
 _HEADER = build.ROOT / "csrc" / "metal" / "kernel_names.h"
-GGML_TYPE = {"F32": 0, "F16": 1, "BF16": 30, "Q8_0": 8, "Q4_0": 2, "Q4_1": 3, "Q5_0": 6, "Q5_1": 7, "Q4_K": 12,
-             "Q5_K": 13, "Q6_K": 14}
-BLOCK = {"Q8_0": 32, "Q4_0": 32, "Q4_1": 32, "Q5_0": 32, "Q5_1": 32, "Q4_K": 256, "Q5_K": 256, "Q6_K": 256}
+GGML_TYPE = {t: int(GGMLQuantizationType[t]) for t in qr.ALL_TYPES}
+BLOCK = {t: qr.BLOCK[t][0] for t in qr.LEGACY_TYPES + qr.K_TYPES}  # elements per block
 
 
 def host_kernel_names() -> list[str]:

@@ -4,20 +4,22 @@
 #include <cstdint>
 #include <cstring>
 
+#include "core/dtype.h"
+
 namespace eyas::cpu::quant {
 
 // Weight kinds the kernels handle, dense index for kernel tables.
 enum WKind : int { kF32, kF16, kBF16, kQ8_0, kQ4_0, kQ4_1, kQ5_0, kQ5_1, kQ4_K, kQ5_K, kQ6_K, kNumKinds };
 
-// Bytes per block (32 elements for the legacy types, 256 for K-quants).
-constexpr int kQ8_0Bytes = 34;   // f16 d, int8 qs[32]
-constexpr int kQ4_0Bytes = 18;   // f16 d, u8 qs[16] (lo nibbles: 0..15, hi nibbles: 16..31)
-constexpr int kQ4_1Bytes = 20;   // f16 d, f16 m, u8 qs[16]
-constexpr int kQ5_0Bytes = 22;   // f16 d, u8 qh[4] (bit j = high bit of element j), u8 qs[16]
-constexpr int kQ5_1Bytes = 24;   // f16 d, f16 m, u8 qh[4], u8 qs[16]
-constexpr int kQ4_KBytes = 144;  // f16 d, f16 dmin, u8 scales[12], u8 qs[128]
-constexpr int kQ5_KBytes = 176;  // f16 d, f16 dmin, u8 scales[12], u8 qh[32], u8 qs[128]
-constexpr int kQ6_KBytes = 210;  // u8 ql[128], u8 qh[64], int8 scales[16], f16 d
+// Bytes per block (32 elements for the legacy types, 256 for K-quants), from core/dtype.h's table.
+constexpr int kQ8_0Bytes = block_bytes_of(DType::Q8_0);  // f16 d, int8 qs[32]
+constexpr int kQ4_0Bytes = block_bytes_of(DType::Q4_0);  // f16 d, u8 qs[16] (lo nibbles: 0..15, hi nibbles: 16..31)
+constexpr int kQ4_1Bytes = block_bytes_of(DType::Q4_1);  // f16 d, f16 m, u8 qs[16]
+constexpr int kQ5_0Bytes = block_bytes_of(DType::Q5_0);  // f16 d, u8 qh[4] (bit j = high bit of element j), u8 qs[16]
+constexpr int kQ5_1Bytes = block_bytes_of(DType::Q5_1);  // f16 d, f16 m, u8 qh[4], u8 qs[16]
+constexpr int kQ4_KBytes = block_bytes_of(DType::Q4_K);  // f16 d, f16 dmin, u8 scales[12], u8 qs[128]
+constexpr int kQ5_KBytes = block_bytes_of(DType::Q5_K);  // f16 d, f16 dmin, u8 scales[12], u8 qh[32], u8 qs[128]
+constexpr int kQ6_KBytes = block_bytes_of(DType::Q6_K);  // u8 ql[128], u8 qh[64], int8 scales[16], f16 d
 
 inline uint16_t rd16(const uint8_t* p) {
   uint16_t v;

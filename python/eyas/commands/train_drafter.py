@@ -2,7 +2,7 @@
 
 
 def register(subparsers):
-    p = subparsers.add_parser("train-drafter", help="train an EAGLE-3 or HASS drafter for a GGUF target (needs torch)")
+    p = subparsers.add_parser("train-drafter", help="train an EAGLE-3 or HASS drafter for a target model (needs torch)")
     # Argument definitions live with the torch code but import no torch themselves.
     from eyas.train.cli import add_arguments
 

@@ -19,6 +19,7 @@ class LoadedModel:
     tokenizer: Tokenizer
     chat_template: ChatTemplate | None
     context_length: int  # trained context (0 = unknown)
+    rope_theta: float  # rope base (the spec holds the inverse frequencies; drafter configs name the base)
     owner: Any  # keeps the memory maps alive
 
     @property
@@ -49,8 +50,8 @@ def _load_gguf(path: Path) -> LoadedModel:
         template = ChatTemplate(meta["tokenizer.chat_template"],
                                 bos_token=_tok_text(tokens, meta.get("tokenizer.ggml.bos_token_id")),
                                 eos_token=_tok_text(tokens, meta.get("tokenizer.ggml.eos_token_id")))
-    ctx = spec.pop("context_length", 0)
-    return LoadedModel(path, "gguf", spec, weights, tok, template, ctx, owner)
+    ctx, theta = spec.pop("context_length", 0), spec.pop("rope_theta")
+    return LoadedModel(path, "gguf", spec, weights, tok, template, ctx, theta, owner)
 
 
 def _tok_text(tokens: list[str], i) -> str:
@@ -73,5 +74,5 @@ def _load_hf(path: Path) -> LoadedModel:
         def text(entry):
             return entry.get("content", "") if isinstance(entry, dict) else (entry or "")
         template = ChatTemplate(source, bos_token=text(tcfg.get("bos_token")), eos_token=text(tcfg.get("eos_token")))
-    ctx = spec.pop("context_length", 0)
-    return LoadedModel(path, "hf", spec, weights, tok, template, ctx, weights)
+    ctx, theta = spec.pop("context_length", 0), spec.pop("rope_theta")
+    return LoadedModel(path, "hf", spec, weights, tok, template, ctx, theta, weights)

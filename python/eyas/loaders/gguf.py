@@ -8,7 +8,8 @@ import numpy as np
 
 from eyas import models
 from eyas.loaders.gguf_file import GGUFError, GGUFFile
-from eyas.loaders.weights import F32, SUPPORTED, nbytes_of, normalize_vectors, type_name, validate
+from eyas.loaders.dtypes import F32, SUPPORTED, nbytes_of, type_name
+from eyas.loaders.weights import normalize_vectors, validate
 
 
 def fail(path: Path, msg: str) -> None:

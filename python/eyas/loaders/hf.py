@@ -8,8 +8,9 @@ from pathlib import Path
 import numpy as np
 
 from eyas import models
+from eyas.loaders.dtypes import F32
 from eyas.loaders.safetensors_mmap import read_safetensors
-from eyas.loaders.weights import F32, normalize_vectors, validate
+from eyas.loaders.weights import normalize_vectors, validate
 from eyas.models.common import hf_name
 
 

@@ -1,6 +1,7 @@
 """Zero-copy reader for .safetensors files: parse the JSON header, memory-map the data.
 
 (The `safetensors` package's numpy API copies every tensor; big models must stay mapped.)
+Model folders and drafter checkpoints both read their files here.
 """
 
 from __future__ import annotations
@@ -11,49 +12,77 @@ from pathlib import Path
 
 import numpy as np
 
-from eyas.loaders.weights import BF16, F16, F32
+from eyas.loaders.dtypes import BF16, F16, F32
 
-_ITEMSIZE = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1, "BOOL": 1}
+# safetensors dtype name -> numpy dtype of its elements (BF16 as its raw 16-bit pattern).
+NUMPY = {"F64": np.float64, "F32": np.float32, "F16": np.float16, "BF16": np.uint16, "I64": np.int64, "I32": np.int32,
+         "I16": np.int16, "I8": np.int8, "U8": np.uint8, "BOOL": np.bool_}
+_GGML = {"F32": F32, "F16": F16, "BF16": BF16}
 
 
-def fail(path: Path, msg: str) -> None:
-    raise ValueError(f"[safetensors] {path.name}: {msg}")
+class Tensor:
+    """One stored tensor: raw bytes (uint8, zero-copy when aligned), dtype name ("F16", "I64", ...) and shape."""
+
+    def __init__(self, raw: np.ndarray, dtype: str, shape: list[int], op: str = "safetensors"):
+        self.raw, self.dtype, self.shape, self._op = raw, dtype, list(shape), op
+
+    def numpy(self) -> np.ndarray:
+        """A float32 / integer / bool numpy array (copies for F16 / BF16 / F64)."""
+        if self.dtype == "BF16":
+            return (self.raw.view(np.uint16).astype(np.uint32) << 16).view(np.float32).reshape(self.shape)
+        arr = self.raw.view(NUMPY[self.dtype]).reshape(self.shape)
+        return arr.astype(np.float32) if self.dtype in ("F16", "F64") else arr
+
+    def weight(self, name: str = "") -> tuple:
+        """(array, GGML type id, shape) for the runtime: F32 as a float32 view, F16/BF16 as raw uint8 rows."""
+        shape = list(self.shape)
+        if self.dtype == "F32":
+            return (self.raw.view(np.float32).reshape(shape), F32, shape)
+        if self.dtype in ("F16", "BF16"):
+            return (self.raw.reshape(shape[0] if len(shape) > 1 else 1, -1), _GGML[self.dtype], shape)
+        if self.dtype == "F64":
+            return (self.numpy(), F32, shape)
+        raise ValueError(f"[{self._op}] tensor {name!r} has dtype {self.dtype}; only float tensors are weights")
 
 
-def read_safetensors(path: str | Path) -> dict:
-    """name -> (array, GGML type id, shape). F32 as float32 views, F16/BF16 as raw uint8 views."""
+def read_tensors(path: str | Path, op: str = "safetensors") -> dict[str, Tensor]:
+    """Every tensor of a .safetensors file; `op` prefixes the error messages."""
     path = Path(path)
+
+    def fail(msg: str) -> None:
+        raise ValueError(f"[{op}] {path.name}: {msg}")
+
     size = os.path.getsize(path)
     if size < 8:
-        fail(path, f"file of {size} bytes is too short for a header (truncated?)")
+        fail(f"file of {size} bytes is too short for a header (truncated?)")
     mm = np.memmap(path, dtype=np.uint8, mode="r")
     n = int.from_bytes(bytes(mm[:8]), "little")
     if 8 + n > size:
-        fail(path, f"header of {n} bytes runs past the end of the {size}-byte file (truncated?)")
+        fail(f"header of {n} bytes runs past the end of the {size}-byte file (truncated?)")
     try:
         header = json.loads(bytes(mm[8 : 8 + n]))
     except ValueError as e:
-        fail(path, f"header is not valid JSON ({e})")
+        fail(f"header is not valid JSON ({e})")
     base = 8 + n
     out = {}
     for name, info in header.items():
         if name == "__metadata__":
             continue
         dtype, shape, (begin, end) = info.get("dtype"), [int(d) for d in info.get("shape", [])], info["data_offsets"]
-        if dtype not in _ITEMSIZE:
-            fail(path, f"tensor {name!r} has unsupported dtype {dtype!r}")
-        if end - begin != int(np.prod(shape, dtype=np.int64)) * _ITEMSIZE[dtype]:
-            fail(path, f"tensor {name!r}: {end - begin} bytes do not match {dtype}{shape}")
+        if dtype not in NUMPY:
+            fail(f"tensor {name!r} has unsupported dtype {dtype!r}")
+        item = np.dtype(NUMPY[dtype]).itemsize
+        if end - begin != int(np.prod(shape, dtype=np.int64)) * item:
+            fail(f"tensor {name!r}: {end - begin} bytes do not match {dtype}{shape}")
         if base + end > size:
-            fail(path, f"tensor {name!r} runs past the end of the file (truncated?)")
+            fail(f"tensor {name!r} runs past the end of the file (truncated?)")
         raw = mm[base + begin : base + end]
-        if dtype == "F32":
-            arr = raw.view(np.float32) if (base + begin) % 4 == 0 else np.frombuffer(raw.tobytes(), np.float32)
-            out[name] = (arr.reshape(shape), F32, shape)
-        elif dtype in ("F16", "BF16"):
-            out[name] = (raw.reshape(shape[0] if len(shape) > 1 else 1, -1), F16 if dtype == "F16" else BF16, shape)
-        elif dtype == "F64":
-            out[name] = (raw.view(np.float64).astype(np.float32).reshape(shape), F32, shape)
-        else:
-            fail(path, f"tensor {name!r} has dtype {dtype}; only float tensors are model weights")
+        if (base + begin) % item:  # unaligned: copy so typed views are legal
+            raw = np.frombuffer(raw.tobytes(), np.uint8)
+        out[name] = Tensor(raw, dtype, shape, op)
     return out
+
+
+def read_safetensors(path: str | Path) -> dict:
+    """name -> (array, GGML type id, shape) of a model file's weights (see Tensor.weight)."""
+    return {name: t.weight(name) for name, t in read_tensors(path).items()}

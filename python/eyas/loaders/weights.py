@@ -3,53 +3,17 @@
 from __future__ import annotations
 
 import numpy as np
-from gguf.constants import GGML_QUANT_SIZES, GGMLQuantizationType
 
+from eyas.loaders.dtypes import F32, FLOAT_TYPES, SUPPORTED, fail, nbytes_of, to_f32, type_name
 from eyas.models.common import expected_tensors
 
-F32, F16, BF16 = 0, 1, 30
-# GGML type ids the runtime's matmuls accept (DESIGN §5).
-SUPPORTED = {0: "F32", 1: "F16", 30: "BF16", 2: "Q4_0", 3: "Q4_1", 6: "Q5_0", 7: "Q5_1", 8: "Q8_0",
-             12: "Q4_K", 13: "Q5_K", 14: "Q6_K"}
-
 Weight = tuple  # (array, dtype_id, shape)
-
-
-def fail(msg: str) -> None:
-    raise ValueError(f"[weights] {msg}")
-
-
-def type_name(dtype_id: int) -> str:
-    try:
-        return GGMLQuantizationType(dtype_id).name
-    except ValueError:
-        return f"type {dtype_id}"
-
-
-def nbytes_of(dtype_id: int, shape: tuple[int, ...], name: str) -> int:
-    """Bytes a tensor of this GGML type and logical shape occupies."""
-    block, size = GGML_QUANT_SIZES[GGMLQuantizationType(dtype_id)]
-    if shape[-1] % block:
-        fail(f"{name}: row length {shape[-1]} is not a multiple of the {type_name(dtype_id)} block size {block}")
-    return int(np.prod(shape[:-1], dtype=np.int64)) * (shape[-1] // block) * size
-
-
-def to_f32(array: np.ndarray, dtype_id: int, shape: tuple[int, ...]) -> np.ndarray:
-    """Float32 copy of a small F16/BF16/F32 tensor (norm weights and biases must be F32)."""
-    raw = np.ascontiguousarray(array)
-    if dtype_id == F32:
-        return raw.view(np.float32).reshape(shape)
-    if dtype_id == F16:
-        return raw.view(np.float16).astype(np.float32).reshape(shape)
-    if dtype_id == BF16:
-        return (raw.view(np.uint16).astype(np.uint32) << 16).view(np.float32).reshape(shape)
-    fail(f"vector of {type_name(dtype_id)} cannot be converted to F32")
 
 
 def normalize_vectors(weights: dict) -> None:
     """Norm weights and biases become float32 arrays (dtype 0) in place."""
     for name, (arr, dt, shape) in list(weights.items()):
-        if len(shape) == 1 and dt != F32 and dt in (F16, BF16):
+        if len(shape) == 1 and dt != F32 and dt in FLOAT_TYPES:
             weights[name] = (to_f32(arr, dt, tuple(shape)), F32, list(shape))
 
 

@@ -32,6 +32,7 @@ def from_hf(config: dict, arch: str, **flags: Any) -> dict:
         **flags,
     )
     spec["rope_inv_freq"] = rope_inv_freq(theta, rot_dim, scaling)
+    spec["rope_theta"] = theta  # popped by the loaders like context_length: drafters are configured by it
     spec["context_length"] = int(config.get("max_position_embeddings") or 0)
     return spec
 
@@ -72,6 +73,7 @@ def from_gguf(meta: dict, weights: dict, gguf_arch: str, arch: str, rope_style: 
         rope_style=rope_style, rot_dim=rot_dim, tie_embeddings="output" not in weights, attn_output_gate=gated,
         **flags,
     )
-    spec["rope_inv_freq"] = rope_inv_freq(float(meta.get(k + "rope.freq_base", 10000.0)), rot_dim, scaling, freq_factors)
+    spec["rope_theta"] = float(meta.get(k + "rope.freq_base", 10000.0))
+    spec["rope_inv_freq"] = rope_inv_freq(spec["rope_theta"], rot_dim, scaling, freq_factors)
     spec["context_length"] = meta_int(meta, k + "context_length", 0)
     return spec

@@ -24,13 +24,17 @@ def _device(name):
     return torch.device(name)
 
 
-def _load_target(gguf, device):
-    from .gguf_llama import GGUFLlama
+def _load_target(path, device):
+    """-> (torch target on `device`, its tokenizer, its chat template) from a GGUF file or HF folder."""
+    from eyas.loaders import load_model
+
+    from .target import TorchTarget
 
     t0 = time.time()
-    m = GGUFLlama.from_gguf(gguf).to(device).eval()
+    lm = load_model(path)
+    m = TorchTarget.from_loaded(lm).to(device).eval()
     _log(f"[train] target loaded in {time.time() - t0:.1f}s: {m.cfg}")
-    return m
+    return m, lm.tokenizer, lm.chat_template
 
 
 def cmd_prompts(a):
@@ -39,10 +43,12 @@ def cmd_prompts(a):
     build_prompt_sets(a.out, n_chat=a.n_chat, n_code=a.n_code, n_eval=a.n_eval, seed=a.seed)
 
 
-def _tokenize_prompts(tok, rows, max_prompt):
+def _tokenize_prompts(tok, template, rows, max_prompt):
+    if template is None:
+        raise ValueError("[train] the target has no chat template to render the prompts with")
     out = []
     for r in rows:
-        ids = tok.encode(tok.chat_prompt(r["prompt"]))
+        ids = template.encode(tok, r["prompt"])
         if len(ids) <= max_prompt:
             out.append((ids, r))
     return out
@@ -98,15 +104,13 @@ def cmd_generate(a):
 
     from .dataset import Sequences
     from .prompts import read_jsonl
-    from .tokenize import GGUFTokenizer
 
     dev = _device(a.device)
-    tok = GGUFTokenizer(a.gguf)
+    target, tok, template = _load_target(a.gguf, dev)
     rows = read_jsonl(a.prompts)[: a.limit or None]
-    items = _tokenize_prompts(tok, rows, a.max_prompt)
+    items = _tokenize_prompts(tok, template, rows, a.max_prompt)
     rng = np.random.default_rng(a.seed)
     temps = [0.0 if rng.random() < a.greedy_frac else a.temperature for _ in items]
-    target = _load_target(a.gguf, dev)
     t0 = time.time()
     resp = generate_responses(target, [i for i, _ in items], a.max_new, a.batch, temps, dev, a.seed, max_minutes=a.max_minutes)
     keep = [j for j, r in enumerate(resp) if r is not None]
@@ -133,7 +137,7 @@ def _new_drafter(target, used, intermediate):
     with torch.no_grad():
         # Start the head from the target's (tied) output rows: the draft predicts the same tokens.
         d.lm_head.weight.copy_(target.lm_head[d.draft_ids()])
-        d.norm.weight.copy_(target.w("output_norm.weight"))
+        d.norm.weight.copy_(target.w("output_norm"))
     return d
 
 
@@ -167,7 +171,7 @@ def cmd_train(a):
     log = os.path.join(a.out, "train_log.jsonl")
     os.makedirs(a.out, exist_ok=True)
     data = Sequences.concat(Sequences.load(p) for p in a.data)
-    target = _load_target(a.gguf, dev)
+    target, _, _ = _load_target(a.gguf, dev)
     counts = data.assistant_counts(target.cfg.vocab_size)
     from_export = bool(a.init_from) and not os.path.exists(os.path.join(a.init_from, "ckpt.pt"))
     if from_export:
@@ -202,11 +206,9 @@ def cmd_eval(a):
     from .evaluate import evaluate_sequences
     from .export import load_drafter
     from .prompts import read_jsonl
-    from .tokenize import GGUFTokenizer
 
     dev = _device(a.device)
-    target = _load_target(a.gguf, dev)
-    tok = GGUFTokenizer(a.gguf)
+    target, tok, template = _load_target(a.gguf, dev)
     results = {}
     for pfile in a.prompts:
         name = os.path.splitext(os.path.basename(pfile))[0]
@@ -215,7 +217,7 @@ def cmd_eval(a):
             with open(cache) as f:
                 seqs = [tuple(x) for x in json.load(f)]
         else:
-            items = _tokenize_prompts(tok, read_jsonl(pfile)[: a.limit or None], a.max_prompt)
+            items = _tokenize_prompts(tok, template, read_jsonl(pfile)[: a.limit or None], a.max_prompt)
             prompts = [i for i, _ in items]
             # Greedy reference continuation, in fp32 like the engine.
             resp = generate_responses(target, prompts, a.max_new, a.batch, [0.0] * len(prompts), dev, desc=name, fp32=True)
@@ -237,6 +239,9 @@ def cmd_eval(a):
     return results
 
 
+TARGET_HELP = "the target model: a .gguf file or a Hugging Face folder (anything `eyas.load` reads)"
+
+
 def add_arguments(p: argparse.ArgumentParser):
     sub = p.add_subparsers(dest="train_cmd", required=True)
     s = sub.add_parser("prompts", help="build training prompts and held-out eval splits (offline sources)")
@@ -248,7 +253,7 @@ def add_arguments(p: argparse.ArgumentParser):
     s.set_defaults(func=cmd_prompts)
 
     s = sub.add_parser("generate", help="self-distillation: the target answers the prompts")
-    s.add_argument("--gguf", required=True)
+    s.add_argument("--gguf", required=True, help=TARGET_HELP)
     s.add_argument("--prompts", required=True)
     s.add_argument("--out", required=True, help="output .npz")
     s.add_argument("--max-new", type=int, default=256)
@@ -264,7 +269,7 @@ def add_arguments(p: argparse.ArgumentParser):
     s.set_defaults(func=cmd_generate)
 
     s = sub.add_parser("train", help="train an EAGLE-3 (or --hass) drafter and export it")
-    s.add_argument("--gguf", required=True)
+    s.add_argument("--gguf", required=True, help=TARGET_HELP)
     s.add_argument("--data", required=True, nargs="+", help=".npz files from `generate`")
     s.add_argument("--out", required=True, help="run dir: ckpt.pt (resume), train_log.jsonl, export/")
     s.add_argument("--draft-vocab", type=int, default=8192)
@@ -288,7 +293,7 @@ def add_arguments(p: argparse.ArgumentParser):
     s.set_defaults(func=cmd_train)
 
     s = sub.add_parser("eval", help="mean accepted length on prompt splits (exact greedy tree simulation)")
-    s.add_argument("--gguf", required=True)
+    s.add_argument("--gguf", required=True, help=TARGET_HELP)
     s.add_argument("--drafter", required=True, nargs="+", help="exported drafter dirs")
     s.add_argument("--prompts", required=True, nargs="+")
     s.add_argument("--max-new", type=int, default=256)

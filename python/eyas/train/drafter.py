@@ -15,6 +15,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from eyas.models.common import rope_inv_freq
+
+from .layers import apply_rope, rms_norm, rope_tables
+
 
 @dataclass
 class DrafterConfig:
@@ -42,21 +46,7 @@ class RMSNorm(nn.Module):
         self.eps = eps
 
     def forward(self, x):
-        xf = x.float()
-        y = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + self.eps)
-        return (y * self.weight.float()).to(x.dtype)
-
-
-def rope_neox(x, pos, theta):
-    """x: [..., T, heads, hd]; pos: broadcastable to [..., T] -> rotate-half RoPE (HF layout)."""
-    hd = x.shape[-1]
-    inv = theta ** (-torch.arange(0, hd, 2, device=x.device, dtype=torch.float32) / hd)
-    ang = pos.float()[..., None] * inv  # [..., T, hd/2]
-    cos = torch.cat((ang.cos(), ang.cos()), -1)[..., None, :]
-    sin = torch.cat((ang.sin(), ang.sin()), -1)[..., None, :]
-    xf = x.float()
-    rot = torch.cat((-xf[..., hd // 2:], xf[..., : hd // 2]), -1)
-    return (xf * cos + rot * sin).to(x.dtype)
+        return rms_norm(x, self.weight, self.eps)
 
 
 class Eagle3Drafter(nn.Module):
@@ -84,6 +74,9 @@ class Eagle3Drafter(nn.Module):
         self.register_buffer("embed", embed.detach().float().clone(), persistent=False)
         self.register_buffer("d2t", torch.zeros(cfg.draft_vocab_size, dtype=torch.long))
         self.register_buffer("t2d", torch.ones(cfg.vocab_size, dtype=torch.bool))
+        # The inverse frequencies the engine's drafter gets from the exported rope_theta.
+        inv = torch.from_numpy(rope_inv_freq(cfg.rope_theta, hd))
+        self.register_buffer("rope_inv_freq", inv, persistent=False)
 
     # Names in the exported (SpecForge / vLLM) checkpoint for each parameter here.
     EXPORT_NAMES = {
@@ -124,8 +117,9 @@ class Eagle3Drafter(nn.Module):
         e = F.embedding(ids, self.embed).to(g.dtype)
         u = torch.cat((self.input_layernorm(e), self.hidden_norm(g)), -1)
         shp = u.shape[:-1]
-        q = rope_neox(self.q_proj(u).view(*shp, c.num_heads, c.head_dim), pos, c.rope_theta)
-        k = rope_neox(self.k_proj(u).view(*shp, c.num_kv_heads, c.head_dim), pos, c.rope_theta)
+        cos, sin = rope_tables(pos, self.rope_inv_freq)
+        q = apply_rope(self.q_proj(u).view(*shp, c.num_heads, c.head_dim), cos, sin, "neox")
+        k = apply_rope(self.k_proj(u).view(*shp, c.num_kv_heads, c.head_dim), cos, sin, "neox")
         v = self.v_proj(u).view(*shp, c.num_kv_heads, c.head_dim)
         return g, q, k, v
 

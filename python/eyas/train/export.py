@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 
+import numpy as np
 import torch
 
 from .drafter import DrafterConfig, Eagle3Drafter
@@ -73,35 +74,35 @@ def save_drafter(drafter: Eagle3Drafter, out_dir, dtype="float16", extra=None):
 
 
 def config_from_hf(hf: dict) -> DrafterConfig:
-    if hf.get("num_hidden_layers", 1) != 1:
-        raise ValueError("[train] only 1-layer EAGLE-3 drafters are supported")
-    H = hf["hidden_size"]
-    nh = hf["num_attention_heads"]
+    """Training config of an exported drafter's config.json, read by the engine's parser
+    (eyas.drafters.eagle3.parse_config) so both sides read the same fields the same way."""
+    from eyas.drafters.eagle3 import parse_config
+
+    c = parse_config(hf)
+    if c.norm_before_residual or not c.norm_output:
+        raise ValueError("[train] only drafters with norm_before_residual=false and norm_output=true can be trained")
+    if c.vocab_size is None or c.aux_layers is None or len(c.aux_layers) != 3:
+        raise ValueError("[train] the drafter config must name vocab_size and three eagle_aux_hidden_state_layer_ids")
     return DrafterConfig(
-        vocab_size=hf["vocab_size"],
-        draft_vocab_size=hf.get("draft_vocab_size", hf["vocab_size"]),
-        hidden_size=H,
-        intermediate_size=hf["intermediate_size"],
-        num_heads=nh,
-        num_kv_heads=hf.get("num_key_value_heads", nh),
-        head_dim=hf.get("head_dim") or H // nh,
-        target_hidden_size=hf.get("target_hidden_size", H),
-        rms_eps=hf.get("rms_norm_eps", 1e-5),
-        rope_theta=hf.get("rope_theta", 10000.0),
-        max_position_embeddings=hf.get("max_position_embeddings", 8192),
-        aux_layers=list((hf.get("eagle_config") or {}).get("eagle_aux_hidden_state_layer_ids", [])),
+        vocab_size=c.vocab_size, draft_vocab_size=c.draft_vocab_size or c.vocab_size, hidden_size=c.hidden_size,
+        intermediate_size=c.intermediate_size, num_heads=c.num_heads, num_kv_heads=c.num_kv_heads,
+        head_dim=c.head_dim, target_hidden_size=c.target_hidden_size or c.hidden_size, rms_eps=c.rms_eps,
+        rope_theta=c.rope_theta, max_position_embeddings=hf.get("max_position_embeddings", 8192),
+        aux_layers=list(c.aux_layers),
     )
 
 
 def load_drafter(model_dir, embed: torch.Tensor) -> Eagle3Drafter:
     """Reload an exported drafter (weights upcast to fp32); embed: the target embedding [V, H]."""
-    from safetensors.torch import load_file
+    from pathlib import Path
 
-    with open(os.path.join(model_dir, "config.json")) as f:
-        cfg = config_from_hf(json.load(f))
-    tensors = load_file(os.path.join(model_dir, "model.safetensors"))
-    d = Eagle3Drafter(cfg, embed)
-    sd = {ours: tensors[theirs].float() for ours, theirs in Eagle3Drafter.EXPORT_NAMES.items()}
-    sd["d2t"], sd["t2d"] = tensors["d2t"].long(), tensors["t2d"].bool()
+    from eyas.drafters.checkpoint import read_checkpoint
+
+    config, tensors = read_checkpoint(Path(model_dir))
+    d = Eagle3Drafter(config_from_hf(config), embed)
+    sd = {ours: torch.from_numpy(np.array(tensors[theirs].numpy(), np.float32))
+          for ours, theirs in Eagle3Drafter.EXPORT_NAMES.items()}
+    sd["d2t"] = torch.from_numpy(np.array(tensors["d2t"].numpy(), np.int64))
+    sd["t2d"] = torch.from_numpy(np.array(tensors["t2d"].numpy(), np.bool_))
     d.load_state_dict(sd)
     return d.eval()

@@ -1,7 +1,7 @@
 """Batched self-distillation generation with the torch target (left-padded, KV-cached).
 
 Each row has its own temperature: 0 = greedy, > 0 = temperature + nucleus sampling. Rows stop
-at EOS; the batch stops when every row has stopped or after max_new tokens.
+at any of the target's end-of-sequence ids; the batch stops when every row has stopped or after max_new tokens.
 """
 
 from __future__ import annotations
@@ -49,6 +49,7 @@ def generate_batch(model, prompts, max_new, temps=None, top_p=0.95, seed=0, dtyp
     pos = (torch.arange(P, device=dev)[None, :] - pad[:, None]).clamp_min(0)
     temps = torch.zeros(B, device=dev) if temps is None else torch.as_tensor(temps, dtype=torch.float32, device=dev)
     gen = torch.Generator(device=dev).manual_seed(seed)
+    stop = torch.as_tensor(c.eos_ids, device=dev)
     final, _ = model(ids, pos=pos, key_mask=key_mask, kv=kv, cache_pos=0, want_aux=False)
     out = torch.full((B, max_new), c.eos_id, dtype=torch.long, device=dev)
     done = torch.zeros(B, dtype=torch.bool, device=dev)
@@ -58,7 +59,7 @@ def generate_batch(model, prompts, max_new, temps=None, top_p=0.95, seed=0, dtyp
         tok = _sample(model.logits(last).float(), temps, top_p, gen)
         tok = torch.where(done, torch.full_like(tok, c.eos_id), tok)
         out[:, step] = tok
-        newly = (~done) & (tok == c.eos_id)
+        newly = (~done) & torch.isin(tok, stop)
         lens = torch.where(newly, torch.full_like(lens, step + 1), lens)
         done = done | newly
         if step + 1 == max_new or bool(done.all()):
