@@ -66,6 +66,10 @@ class TorchTarget(torch.nn.Module):
     def __init__(self, spec: dict, weights: dict, cfg: TargetConfig):
         super().__init__()
         self.spec, self.cfg = spec, cfg
+        # The runtime's per-block FFN kinds; a spec without "layers" marks MoE where a block has a router.
+        kinds = spec.get("layers") or [{"ffn": "moe_ffn" if f"blk.{i}.ffn_gate_inp" in weights else "dense_ffn"}
+                                        for i in range(spec["num_layers"])]
+        self.ffn_kinds = [k["ffn"] for k in kinds]
         for name, entry in weights.items():  # own writable copies: F32 entries are views of a memory map
             w = np.require(dequantize(*entry), np.float32, ["C", "W", "O"])
             self.register_buffer(name.replace(".", "__"), torch.from_numpy(w))
@@ -151,7 +155,7 @@ class TorchTarget(torch.nn.Module):
                 a = a * torch.sigmoid(gate)
             x = x + a @ self.w(p + "attn_output").T
             h = rms_norm(x, self.w(p + "ffn_norm"), c.rms_eps)
-            x = x + (self._dense(h, p, "") if s["moe"] is None else self._moe(h, p))
+            x = x + (self._moe(h, p) if self.ffn_kinds[i] == "moe_ffn" else self._dense(h, p, ""))
         final = rms_norm(x, self.w("output_norm"), c.rms_eps)
         return final, (torch.cat([aux[i] for i in c.aux_layers], -1) if want_aux else None)
 
