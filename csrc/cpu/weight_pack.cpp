@@ -7,7 +7,7 @@
 #include <new>
 
 #include "cpu/matmul.h"
-#include "ops/matmul.h"
+#include "ops/cpu_controls.h"
 
 namespace eyas {
 

@@ -27,4 +27,9 @@ Tensor repacked_weight(const Tensor& w);
 // repacked for this call alone whenever the instruction set reads a repack (no cache involved).
 void matmul_with_fresh_pack(const Tensor& x, const Tensor& w, const Tensor& y, ThreadPool& pool);
 
+// Repacked weights alive in this process (packs must die with their buffers), and repacks built
+// since the process started.
+int64_t live_weight_packs();
+int64_t weight_packs_built();
+
 }  // namespace eyas::ops

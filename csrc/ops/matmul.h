@@ -13,10 +13,4 @@ void matmul(Encoder& enc, const Tensor& x, const Tensor& w, const Tensor& y);
 // True for the weight types matmul and embedding accept.
 bool matmul_supports(DType t);
 
-// Repacked weights alive in this process (a test hook: packs must die with their buffers). Defined
-// by the CPU backend (csrc/cpu/weight_pack.cpp), the one that repacks.
-int64_t live_weight_packs();
-// Test hook: repacks built since the process started.
-int64_t weight_packs_built();
-
 }  // namespace eyas::ops
