@@ -38,11 +38,11 @@ def _load_drafter(drafter, loaded: LoadedModel):
     if drafter is None or (isinstance(drafter, str) and drafter.lower() == "none"):
         return None
     try:
-        from eyas.spec import load_drafter
+        from eyas.speculative import load_drafter
     except ImportError:
         if drafter == "default":
             return None  # no speculative engine in this build: plain decoding
-        raise ValueError(f"[load] drafter {drafter!r} needs the speculative engine (eyas.spec), "
+        raise ValueError(f"[load] drafter {drafter!r} needs the speculative engine (eyas.speculative), "
                          "which this build does not have; use drafter='none'") from None
     return load_drafter(drafter, loaded)
 
@@ -102,7 +102,7 @@ class Model:
         if self.drafter is None:
             steps, extra = plain_steps(self.transformer, ids, sampler), None
         else:
-            from eyas.spec import SpeculativeGenerator, TreePolicy
+            from eyas.speculative import SpeculativeGenerator, TreePolicy
 
             policy = TreePolicy.parse(tree) if isinstance(tree, str) else tree
             gen = SpeculativeGenerator(self.transformer, self.drafter, policy)

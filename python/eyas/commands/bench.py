@@ -79,7 +79,7 @@ def bench(model, prompts: list[dict], *, policy=None, max_tokens=128, repeats=1,
     """Paired plain/speculative runs; returns the per-prompt rows and the totals."""
     from eyas.generation import plain_steps
     from eyas.sampling import Sampler, SamplingParams
-    from eyas.spec import SpeculativeGenerator
+    from eyas.speculative import SpeculativeGenerator
 
     if model.drafter is None:
         fail("no drafter: pass --drafter PATH (no bundled drafter fits this model)")
@@ -88,48 +88,48 @@ def bench(model, prompts: list[dict], *, policy=None, max_tokens=128, repeats=1,
     def plain(ids):
         return _generate(model, ids, plain_steps(model.transformer, ids, Sampler(params)), max_tokens)
 
-    def spec(ids):
+    def speculative(ids):
         gen = SpeculativeGenerator(model.transformer, model.drafter, policy)
         return _generate(model, ids, gen.steps(ids, Sampler(params)), max_tokens, gen.metrics)
 
     encoded = [model.encode_prompt(p["prompt"], chat=p["chat"]) for p in prompts]
-    plain(encoded[0]), spec(encoded[0])  # warm-up: caches, thread pool, page faults
+    plain(encoded[0]), speculative(encoded[0])  # warm-up: caches, thread pool, page faults
     rows = []
     for i, ids in enumerate(encoded):
-        row = {"prompt": i, "prompt_tokens": len(ids), "plain_s": 0.0, "spec_s": 0.0, "plain_tokens": 0,
-               "spec_tokens": 0, "identical": True, "num_drafts": 0, "num_accepted_tokens": 0}
+        row = {"prompt": i, "prompt_tokens": len(ids), "plain_s": 0.0, "speculative_s": 0.0, "plain_tokens": 0,
+               "speculative_tokens": 0, "identical": True, "num_drafts": 0, "num_accepted_tokens": 0}
         for r in range(repeats):
             runs = {}
-            for name in (("plain", "spec") if r % 2 == 0 else ("spec", "plain")):
-                runs[name] = (plain if name == "plain" else spec)(ids)
-            (p, tp), (s, ts) = runs["plain"], runs["spec"]
+            for name in (("plain", "speculative") if r % 2 == 0 else ("speculative", "plain")):
+                runs[name] = (plain if name == "plain" else speculative)(ids)
+            (p, tp), (s, ts) = runs["plain"], runs["speculative"]
             row["plain_s"] += p.metrics["decode_s"]
-            row["spec_s"] += s.metrics["decode_s"]
+            row["speculative_s"] += s.metrics["decode_s"]
             # Decode-phase tokens: the first token comes from the prefill in both modes.
             row["plain_tokens"] += max(len(p.tokens) - 1, 0)
-            row["spec_tokens"] += max(len(s.tokens) - 1, 0)
+            row["speculative_tokens"] += max(len(s.tokens) - 1, 0)
             row["identical"] &= p.tokens == s.tokens
             row["num_drafts"] += s.metrics["num_drafts"]
             row["num_accepted_tokens"] += s.metrics["num_accepted_tokens"]
         row["plain_tok_s"] = row["plain_tokens"] / row["plain_s"] if row["plain_s"] else 0.0
-        row["spec_tok_s"] = row["spec_tokens"] / row["spec_s"] if row["spec_s"] else 0.0
-        row["speedup"] = row["spec_tok_s"] / row["plain_tok_s"] if row["plain_tok_s"] else 0.0
+        row["speculative_tok_s"] = row["speculative_tokens"] / row["speculative_s"] if row["speculative_s"] else 0.0
+        row["speedup"] = row["speculative_tok_s"] / row["plain_tok_s"] if row["plain_tok_s"] else 0.0
         row["mean_accepted_length"] = 1 + row["num_accepted_tokens"] / row["num_drafts"] if row["num_drafts"] else 0.0
         rows.append(row)
         if log:
             log(row)
-    tot = {k: sum(r[k] for r in rows) for k in ("plain_s", "spec_s", "plain_tokens", "spec_tokens", "num_drafts",
+    tot = {k: sum(r[k] for r in rows) for k in ("plain_s", "speculative_s", "plain_tokens", "speculative_tokens", "num_drafts",
                                                   "num_accepted_tokens")}
     plain_tps = tot["plain_tokens"] / tot["plain_s"] if tot["plain_s"] else 0.0
-    spec_tps = tot["spec_tokens"] / tot["spec_s"] if tot["spec_s"] else 0.0
-    from eyas.spec import TreePolicy
+    speculative_tps = tot["speculative_tokens"] / tot["speculative_s"] if tot["speculative_s"] else 0.0
+    from eyas.speculative import TreePolicy
 
     pol = policy or getattr(model.drafter, "policy", None) or TreePolicy.auto()
     return {
         "rows": rows,
         "plain_tok_s": plain_tps,
-        "spec_tok_s": spec_tps,
-        "speed_ratio": spec_tps / plain_tps if plain_tps else 0.0,
+        "speculative_tok_s": speculative_tps,
+        "speed_ratio": speculative_tps / plain_tps if plain_tps else 0.0,
         "mean_accepted_length": 1 + tot["num_accepted_tokens"] / tot["num_drafts"] if tot["num_drafts"] else 0.0,
         "identical": all(r["identical"] for r in rows) if temperature == 0 else None,
         "tree": {"top_k": pol.top_k, "depth": pol.depth, "total_tokens": pol.total_tokens, "adaptive": pol.adaptive},
@@ -144,15 +144,15 @@ def bench(model, prompts: list[dict], *, policy=None, max_tokens=128, repeats=1,
 
 
 def _table(result: dict) -> str:
-    lines = [f"{'#':>3} {'prompt':>6} {'tokens':>6} {'plain tok/s':>11} {'spec tok/s':>10} {'speedup':>7} "
+    lines = [f"{'#':>3} {'prompt':>6} {'tokens':>6} {'plain tok/s':>11} {'speculative tok/s':>17} {'speedup':>7} "
              f"{'acc.len':>7} {'same':>4}"]
     for r in result["rows"]:
-        lines.append(f"{r['prompt']:>3} {r['prompt_tokens']:>6} {r['spec_tokens']:>6} {r['plain_tok_s']:>11.1f} "
-                     f"{r['spec_tok_s']:>10.1f} {r['speedup']:>6.2f}x {r['mean_accepted_length']:>7.2f} "
+        lines.append(f"{r['prompt']:>3} {r['prompt_tokens']:>6} {r['speculative_tokens']:>6} {r['plain_tok_s']:>11.1f} "
+                     f"{r['speculative_tok_s']:>17.1f} {r['speedup']:>6.2f}x {r['mean_accepted_length']:>7.2f} "
                      f"{'yes' if r['identical'] else 'NO':>4}")
     t = result["tree"]
     same = {True: "yes", False: "NO", None: "n/a (sampling)"}[result["identical"]]
-    lines.append(f"all: plain {result['plain_tok_s']:.1f} tok/s, speculative {result['spec_tok_s']:.1f} tok/s, "
+    lines.append(f"all: plain {result['plain_tok_s']:.1f} tok/s, speculative {result['speculative_tok_s']:.1f} tok/s, "
                  f"ratio {result['speed_ratio']:.2f}x, mean accepted length {result['mean_accepted_length']:.2f}, "
                  f"identical {same} | tree top_k={t['top_k']} depth={t['depth']}{' (adaptive)' if t['adaptive'] else ''} "
                  f"total={t['total_tokens']}, "
@@ -162,7 +162,7 @@ def _table(result: dict) -> str:
 
 def run(args: argparse.Namespace) -> int:
     import eyas
-    from eyas.spec import TreePolicy
+    from eyas.speculative import TreePolicy
 
     for name in ("max_tokens", "repeats"):
         if getattr(args, name) < 1:

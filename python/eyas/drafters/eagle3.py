@@ -194,7 +194,7 @@ class Drafter:
         if capacity not in self._runtimes:
             from eyas import _core
 
-            self._runtimes[capacity] = _core.spec.Eagle3Drafter(self.spec, self.weights, self.d2t,
+            self._runtimes[capacity] = _core.speculative.Eagle3Drafter(self.spec, self.weights, self.d2t,
                                                                 max_context=capacity)
         return self._runtimes[capacity]
 
@@ -284,7 +284,7 @@ def build_drafter(config: dict, tensors: dict[str, Tensor], target_spec: dict, t
     policy = None
     tree = (config.get("eyas") or {}).get("tree_policy") if isinstance(config.get("eyas"), dict) else None
     if tree is not None:
-        from eyas.spec.policy import TreePolicy
+        from eyas.speculative.policy import TreePolicy
 
         if not (isinstance(tree, list) and len(tree) == 3):
             fail(f'config.json "eyas.tree_policy" must be [top_k, depth, total_tokens], got {tree!r}')

@@ -4,9 +4,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "spec/rng.h"
+#include "speculative/rng.h"
 
-namespace eyas::spec {
+namespace eyas::speculative {
 
 struct SamplingParams {
   float temperature = 0.0f;  // <= 0: greedy (argmax)
@@ -29,4 +29,4 @@ void target_probs(const float* logits, int64_t n, const SamplingParams& p, std::
 // without renormalising). Scans in index order, so a draw is a pure function of the RNG state.
 int32_t sample_index(const std::vector<double>& probs, double total, Rng& rng);
 
-}  // namespace eyas::spec
+}  // namespace eyas::speculative

@@ -11,7 +11,7 @@ pytestmark = pytest.mark.slow
 def model(tmp_path_factory):
     import eyas
     from eyas.models.default import default_model_path
-    from tests.parity.cases_spec import random_checkpoint, write_checkpoint
+    from tests.parity.cases_speculative import random_checkpoint, write_checkpoint
 
     try:
         path = default_model_path()

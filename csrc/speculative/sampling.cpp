@@ -1,4 +1,4 @@
-#include "spec/sampling.h"
+#include "speculative/sampling.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,7 +6,7 @@
 
 #include "core/tensor.h"
 
-namespace eyas::spec {
+namespace eyas::speculative {
 
 void check_sampling(const char* op, const SamplingParams& p) {
   if (!std::isfinite(p.temperature) || p.temperature < 0.0f) fail(op, "temperature must be finite and >= 0");
@@ -74,4 +74,4 @@ int32_t sample_index(const std::vector<double>& probs, double total, Rng& rng) {
   return last < 0 ? 0 : last;  // rounding left target at the very top: take the last live token
 }
 
-}  // namespace eyas::spec
+}  // namespace eyas::speculative

@@ -10,9 +10,9 @@ from eyas import _core
 from eyas.commands.bench import _table, bench, read_prompts
 from eyas.generation import Generation, plain_steps
 from eyas.sampling import Sampler
-from eyas.spec import SpeculativeGenerator, TreePolicy
-from tests.parity.cases_spec import build, random_checkpoint
-from tests.test_spec_greedy import make_target
+from eyas.speculative import SpeculativeGenerator, TreePolicy
+from tests.parity.cases_speculative import build, random_checkpoint
+from tests.test_speculative_greedy import make_target
 
 
 class FakeTokenizer:
@@ -43,7 +43,7 @@ def test_bench_pairs_runs_and_reports(tmp_path):
     r = bench(FakeModel(), prompts, policy=TreePolicy(3, 3, 8), max_tokens=10, repeats=2)
     assert r["identical"] is True
     assert [row["prompt"] for row in r["rows"]] == [0, 1]
-    assert all(row["plain_tokens"] == row["spec_tokens"] == 2 * 9 for row in r["rows"])
+    assert all(row["plain_tokens"] == row["speculative_tokens"] == 2 * 9 for row in r["rows"])
     assert r["mean_accepted_length"] >= 1.0 and r["speed_ratio"] > 0
     assert r["tree"] == {"top_k": 3, "depth": 3, "total_tokens": 8, "adaptive": False}
     json.dumps(r)
@@ -73,10 +73,10 @@ def test_bench_bad_prompt_files(tmp_path):
         bench(m, [{"prompt": "x", "chat": False}])
 
 
-def run(model, ids, spec, **kw):
+def run(model, ids, speculative, **kw):
     gen = SpeculativeGenerator(model.transformer, model.drafter, TreePolicy(4, 4, 12))
-    steps = gen.steps(ids, Sampler()) if spec else plain_steps(model.transformer, ids, Sampler())
-    g = Generation(steps, model.tokenizer, num_prompt_tokens=len(ids), extra_metrics=gen.metrics if spec else None,
+    steps = gen.steps(ids, Sampler()) if speculative else plain_steps(model.transformer, ids, Sampler())
+    g = Generation(steps, model.tokenizer, num_prompt_tokens=len(ids), extra_metrics=gen.metrics if speculative else None,
                    **kw)
     pieces = list(g)
     return g.result, pieces

@@ -9,7 +9,7 @@ import dataclasses
 
 import numpy as np
 
-from eyas.spec.policy import TreePolicy
+from eyas.speculative.policy import TreePolicy
 
 
 @dataclasses.dataclass
@@ -69,9 +69,9 @@ def accept(verified: Verified, tree: DraftTree, params, rng, head=None) -> Accep
     kw = dict(temperature=float(params.temperature), top_k=int(params.top_k), top_p=float(params.top_p), rng=rng)
     if verified.hidden is not None:
         norm, out_w, eps = head
-        r = _core.spec.accept_hidden(verified.hidden, norm, out_w, eps, tree.tokens, tree.parents, **kw)
+        r = _core.speculative.accept_hidden(verified.hidden, norm, out_w, eps, tree.tokens, tree.parents, **kw)
     else:
-        r = _core.spec.accept(verified.logits, tree.tokens, tree.parents, **kw)
+        r = _core.speculative.accept(verified.logits, tree.tokens, tree.parents, **kw)
     return Accepted(r["path"], r["tokens"])
 
 

@@ -8,13 +8,13 @@
 #include "bindings/arrays.h"
 #include "ops/matmul.h"
 #include "ops/norm.h"
-#include "spec/accept.h"
-#include "spec/tree.h"
+#include "speculative/accept.h"
+#include "speculative/tree.h"
 
 namespace nb = nanobind;
 using namespace nb::literals;
 using namespace eyas;
-using namespace eyas::spec;
+using namespace eyas::speculative;
 
 
 static nb::dict result_dict(AcceptResult r) {
@@ -30,8 +30,8 @@ static SamplingParams sampling(const char* op, float temperature, int32_t top_k,
   return p;
 }
 
-EYAS_BINDINGS(spec_tree) {
-  nb::module_ s = m.def_submodule("spec", "Speculative decoding: drafter, tree expansion, accept.");
+EYAS_BINDINGS(speculative_tree) {
+  nb::module_ s = m.def_submodule("speculative", "Speculative decoding: drafter, tree expansion, accept.");
 
   nb::class_<Rng>(s, "Rng", "Seeded xoshiro256** generator; the same seed gives the same draws everywhere.")
       .def(nb::init<uint64_t>(), "seed"_a = 0)

@@ -11,10 +11,10 @@ from typing import Iterator
 
 import numpy as np
 
-from eyas.spec.adaptive import DepthChooser, fixed_cost
-from eyas.spec.metrics import SpecMetrics
-from eyas.spec.policy import TreePolicy
-from eyas.spec.rounds import Accepted, DraftTree, accept, commit, propose, split_aux, verify
+from eyas.speculative.adaptive import DepthChooser, fixed_cost
+from eyas.speculative.metrics import SpeculativeMetrics
+from eyas.speculative.policy import TreePolicy
+from eyas.speculative.rounds import Accepted, DraftTree, accept, commit, propose, split_aux, verify
 
 
 class SpeculativeGenerator:
@@ -26,13 +26,13 @@ class SpeculativeGenerator:
         # Lazy logits when the target also captures its final state (aux id = num_layers).
         self.lazy = drafter.target_head is not None and aux == feats + [drafter.target_layers]
         if aux != feats and not self.lazy:
-            raise ValueError(f"[spec] the target captures aux layers {aux}, the drafter needs {drafter.aux_layers}; "
+            raise ValueError(f"[speculative] the target captures aux layers {aux}, the drafter needs {drafter.aux_layers}; "
                              "build the Transformer with aux_layers=drafter.aux_layers")
         self.target = target
         self.drafter = drafter
         self.policy = policy or getattr(drafter, "policy", None) or TreePolicy.auto()
         self.prefill_chunk = prefill_chunk
-        self.stats = SpecMetrics()
+        self.stats = SpeculativeMetrics()
 
     def metrics(self) -> dict:
         return self.stats.as_dict()
@@ -44,9 +44,9 @@ class SpeculativeGenerator:
         drafter = self.drafter.runtime(target.capacity)
         target.reset()
         drafter.reset()
-        self.stats = SpecMetrics()
+        self.stats = SpeculativeMetrics()
         params = sampler.params
-        rng = _core.spec.Rng(params.seed if params.seed is not None else int(np.random.SeedSequence().entropy % 2**63))
+        rng = _core.speculative.Rng(params.seed if params.seed is not None else int(np.random.SeedSequence().entropy % 2**63))
         ids = np.asarray(prompt_ids, dtype=np.int32)
         aux, logits = self._prefill(ids)
         first = sampler.sample(logits[-1])  # the same draw plain decoding makes

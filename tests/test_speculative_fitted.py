@@ -7,9 +7,9 @@ import pytest
 from eyas import _core
 from eyas.generation import plain_steps
 from eyas.sampling import Sampler
-from eyas.spec import SpeculativeGenerator, TreePolicy
-from tests.parity.cases_spec import build, random_checkpoint
-from tests.test_spec_greedy import AUX, check_equal, make_target, take
+from eyas.speculative import SpeculativeGenerator, TreePolicy
+from tests.parity.cases_speculative import build, random_checkpoint
+from tests.test_speculative_greedy import AUX, check_equal, make_target, take
 
 torch = pytest.importorskip("torch")
 

@@ -8,8 +8,8 @@ import pytest
 from eyas import _core
 from eyas.generation import plain_steps
 from eyas.sampling import Sampler, SamplingParams
-from eyas.spec import SpeculativeGenerator, TreePolicy
-from tests.parity.cases_spec import build, random_checkpoint, tiny_target
+from eyas.speculative import SpeculativeGenerator, TreePolicy
+from tests.parity.cases_speculative import build, random_checkpoint, tiny_target
 
 LAYERS = 8
 AUX = [2, LAYERS // 2, LAYERS - 3]
@@ -45,17 +45,17 @@ def probe_logits(target, length):
 def check_equal(spec, core, drafter, prompts, policies, n_tokens, lazy=True):
     """lazy: the target also captures its final state, so accept computes logits per visited node."""
     plain_t = _core.Transformer(spec, core, max_context=256, aux_layers=AUX)
-    spec_t = _core.Transformer(spec, core, max_context=256, aux_layers=AUX + [LAYERS] if lazy else AUX)
+    speculative_t = _core.Transformer(spec, core, max_context=256, aux_layers=AUX + [LAYERS] if lazy else AUX)
     accepted = 0
     for prompt in prompts:
         want = take(plain_steps(plain_t, prompt, Sampler()), n_tokens)
         want_probe = probe_logits(plain_t, len(prompt) + n_tokens - 1)
         for policy in policies:
-            gen = SpeculativeGenerator(spec_t, drafter, policy)
+            gen = SpeculativeGenerator(speculative_t, drafter, policy)
             assert gen.lazy == lazy
             got = take(gen.steps(prompt, Sampler()), n_tokens)
             assert got == want, f"policy {policy}: speculative output differs from plain greedy"
-            assert np.array_equal(probe_logits(spec_t, len(prompt) + n_tokens - 1).view(np.uint32),
+            assert np.array_equal(probe_logits(speculative_t, len(prompt) + n_tokens - 1).view(np.uint32),
                                   want_probe.view(np.uint32)), f"policy {policy}: KV rows differ"
             accepted += gen.metrics()["num_accepted_tokens"]
     return accepted
@@ -111,7 +111,7 @@ def test_aux_layer_mismatch_is_an_error():
     cfg, t = random_checkpoint(1, spec)
     drafter = build(spec, core, cfg, t)
     target = _core.Transformer(spec, core, max_context=64, aux_layers=[1, 2, 3])
-    with pytest.raises(ValueError, match=r"\[spec\].*aux layers"):
+    with pytest.raises(ValueError, match=r"\[speculative\].*aux layers"):
         SpeculativeGenerator(target, drafter)
 
 
