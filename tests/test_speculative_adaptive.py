@@ -7,7 +7,7 @@ import pytest
 from eyas import _core
 from eyas.generation import plain_steps
 from eyas.sampling import Sampler, SamplingParams
-from eyas.speculative import SpeculativeGenerator, TreePolicy
+from eyas.speculative import Eagle3Proposer, SpeculativeGenerator, TreePolicy
 from eyas.speculative import generator as generator_module
 from eyas.speculative.adaptive import DepthChooser
 from tests.parity.cases_speculative import build, random_checkpoint
@@ -118,7 +118,7 @@ def test_plain_step_rounds_keep_greedy_output_identical(monkeypatch, lazy, mix):
     rng = np.random.default_rng(4)
     for prompt in (rng.integers(0, 64, n).tolist() for n in (1, 9, 30)):
         want = take(plain_steps(plain_t, prompt, Sampler()), 50)
-        gen = SpeculativeGenerator(speculative_t, drafter, TreePolicy.auto(3))
+        gen = SpeculativeGenerator(speculative_t, Eagle3Proposer(drafter), TreePolicy.auto(3))
         got = take(gen.steps(prompt, Sampler()), 50)
         assert got == want
         assert np.array_equal(probe_logits(speculative_t, len(prompt) + 49).view(np.uint32),
@@ -129,8 +129,8 @@ def test_plain_step_rounds_keep_greedy_output_identical(monkeypatch, lazy, mix):
 
 @pytest.mark.parametrize("lazy", [True, False])
 def test_every_committed_pair_reaches_the_drafter_once_in_order(monkeypatch, lazy):
-    """Plain-step rounds skip the drafter; its next propose must ingest every (feature, next token)
-    pair committed since, in order: over a generation, the pairs handed to propose are exactly the
+    """Plain-step rounds skip the proposer; before its next propose it must ingest every (feature, next
+    token) pair committed since, in order: over a generation, the pairs handed to ingest are exactly the
     committed sequence's, with features bit-identical to a plain forward of that sequence."""
     spec, core = make_target()
     cfg, t = random_checkpoint(1, spec, draft_vocab=48)
@@ -138,16 +138,15 @@ def test_every_committed_pair_reaches_the_drafter_once_in_order(monkeypatch, laz
     drafter.lazy_logits = lazy
     monkeypatch.setattr(generator_module, "DepthChooser", Scripted)
     calls = []
-    real_propose = generator_module.propose
 
-    def recording_propose(runtime, aux, tokens, policy):
-        calls.append((aux.copy(), tokens.copy()))
-        return real_propose(runtime, aux, tokens, policy)
+    class Recording(Eagle3Proposer):
+        def ingest(self, features, tokens):
+            calls.append((features.copy(), tokens.copy()))
+            super().ingest(features, tokens)
 
-    monkeypatch.setattr(generator_module, "propose", recording_propose)
     target = _core.Transformer(spec, core, max_context=256, aux_layers=drafter.aux_layers)
     prompt = [5, 17, 2, 40]
-    seq = prompt + take(SpeculativeGenerator(target, drafter, TreePolicy.auto(3)).steps(prompt, Sampler()), 60)
+    seq = prompt + take(SpeculativeGenerator(target, Recording(drafter), TreePolicy.auto(3)).steps(prompt, Sampler()), 60)
     aux = np.concatenate([a for a, _ in calls])
     tokens = np.concatenate([tk for _, tk in calls]).tolist()
     assert len(calls) >= 5 and len(tokens) > 40
@@ -166,7 +165,7 @@ def test_sampled_depth_depends_on_the_seed_alone():
     target = _core.Transformer(spec, core, max_context=256, aux_layers=AUX)
     runs, metrics = [], []
     for seed in (11, 11, 12):
-        gen = SpeculativeGenerator(target, drafter, TreePolicy.auto(3))
+        gen = SpeculativeGenerator(target, Eagle3Proposer(drafter), TreePolicy.auto(3))
         runs.append(take(gen.steps([4, 5, 6], Sampler(SamplingParams(temperature=2.0, seed=seed))), 60))
         metrics.append(gen.metrics())
     assert runs[0] == runs[1] and runs[0] != runs[2]

@@ -10,7 +10,7 @@ from eyas import _core
 from eyas.commands.bench import _table, bench, read_prompts
 from eyas.generation import Generation, plain_steps
 from eyas.sampling import Sampler
-from eyas.speculative import SpeculativeGenerator, TreePolicy
+from eyas.speculative import Eagle3Proposer, SpeculativeGenerator, TreePolicy
 from tests.parity.cases_speculative import build, random_checkpoint
 from tests.test_speculative_greedy import make_target
 
@@ -27,8 +27,8 @@ class FakeModel:
     def __init__(self, eos=()):
         spec, core = make_target()
         cfg, t = random_checkpoint(1, spec, draft_vocab=48)
-        self.drafter = build(spec, core, cfg, t)
-        self.transformer = _core.Transformer(spec, core, max_context=128, aux_layers=self.drafter.aux_layers)
+        self.proposer = Eagle3Proposer(build(spec, core, cfg, t))
+        self.transformer = _core.Transformer(spec, core, max_context=128, aux_layers=self.proposer.aux_layers)
         self.tokenizer = FakeTokenizer(eos)
 
     def encode_prompt(self, prompt, chat=False):
@@ -68,13 +68,13 @@ def test_bench_bad_prompt_files(tmp_path):
     with pytest.raises(ValueError, match=r"\[bench\].*'prompt'"):
         read_prompts(tmp_path / "b.jsonl")
     m = FakeModel()
-    m.drafter = None
+    m.proposer = None
     with pytest.raises(ValueError, match=r"\[bench\].*no drafter"):
         bench(m, [{"prompt": "x", "chat": False}])
 
 
 def run(model, ids, speculative, **kw):
-    gen = SpeculativeGenerator(model.transformer, model.drafter, TreePolicy(4, 4, 12))
+    gen = SpeculativeGenerator(model.transformer, model.proposer, TreePolicy(4, 4, 12))
     steps = gen.steps(ids, Sampler()) if speculative else plain_steps(model.transformer, ids, Sampler())
     g = Generation(steps, model.tokenizer, num_prompt_tokens=len(ids), extra_metrics=gen.metrics if speculative else None,
                    **kw)

@@ -7,7 +7,7 @@ import pytest
 from eyas import _core
 from eyas.generation import plain_steps
 from eyas.sampling import Sampler
-from eyas.speculative import SpeculativeGenerator, TreePolicy
+from eyas.speculative import Eagle3Proposer, SpeculativeGenerator, TreePolicy
 from tests.parity.cases_speculative import build, random_checkpoint
 from tests.test_speculative_greedy import AUX, check_equal, make_target, take
 
@@ -116,7 +116,7 @@ def test_fitted_drafter_high_acceptance_and_exact():
     prompts = [rng.integers(0, 64, n).tolist() for n in (2, 5, 11)]
     check_equal(spec, core, drafter, prompts, [TreePolicy.chain(4), TreePolicy(4, 5, 16)], 48)
     target = _core.Transformer(spec, core, max_context=256, aux_layers=AUX)
-    gen = SpeculativeGenerator(target, drafter, TreePolicy(4, 5, 16))
+    gen = SpeculativeGenerator(target, Eagle3Proposer(drafter), TreePolicy(4, 5, 16))
     take(gen.steps(prompts[0], Sampler()), 96)
     m = gen.metrics()
     assert m["mean_accepted_length"] > 3.0, m

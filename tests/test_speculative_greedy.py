@@ -8,7 +8,7 @@ import pytest
 from eyas import _core
 from eyas.generation import plain_steps
 from eyas.sampling import Sampler, SamplingParams
-from eyas.speculative import SpeculativeGenerator, TreePolicy
+from eyas.speculative import Eagle3Proposer, SpeculativeGenerator, TreePolicy
 from tests.parity.cases_speculative import build, random_checkpoint, tiny_target
 
 LAYERS = 8
@@ -51,7 +51,7 @@ def check_equal(spec, core, drafter, prompts, policies, n_tokens, lazy=True):
         want = take(plain_steps(plain_t, prompt, Sampler()), n_tokens)
         want_probe = probe_logits(plain_t, len(prompt) + n_tokens - 1)
         for policy in policies:
-            gen = SpeculativeGenerator(speculative_t, drafter, policy)
+            gen = SpeculativeGenerator(speculative_t, Eagle3Proposer(drafter), policy)
             assert gen.lazy == lazy
             got = take(gen.steps(prompt, Sampler()), n_tokens)
             assert got == want, f"policy {policy}: speculative output differs from plain greedy"
@@ -86,7 +86,7 @@ def test_perfectly_predictable_target_full_acceptance():
     drafter = build(spec, core, cfg, t)
     target = _core.Transformer(spec, core, max_context=256, aux_layers=AUX)
     for policy in (TreePolicy.chain(5), TreePolicy.chain(1), TreePolicy(1, 3, 32)):
-        gen = SpeculativeGenerator(target, drafter, policy)
+        gen = SpeculativeGenerator(target, Eagle3Proposer(drafter), policy)
         out = take(gen.steps([1, 2, 3], Sampler()), 61)
         m = gen.metrics()
         assert out == [0] * 61
@@ -102,7 +102,7 @@ def test_sampling_is_seeded():
     runs = []
     for seed in (7, 7, 8):
         sampler = Sampler(SamplingParams(temperature=5.0, top_p=0.95, seed=seed))
-        runs.append(take(SpeculativeGenerator(target, drafter, TreePolicy(3, 3, 8)).steps([4, 5, 6], sampler), 30))
+        runs.append(take(SpeculativeGenerator(target, Eagle3Proposer(drafter), TreePolicy(3, 3, 8)).steps([4, 5, 6], sampler), 30))
     assert runs[0] == runs[1] and runs[0] != runs[2]
 
 
@@ -112,7 +112,7 @@ def test_aux_layer_mismatch_is_an_error():
     drafter = build(spec, core, cfg, t)
     target = _core.Transformer(spec, core, max_context=64, aux_layers=[1, 2, 3])
     with pytest.raises(ValueError, match=r"\[speculative\].*aux layers"):
-        SpeculativeGenerator(target, drafter)
+        SpeculativeGenerator(target, Eagle3Proposer(drafter))
 
 
 def test_context_end_falls_back_to_plain_steps():
@@ -122,5 +122,5 @@ def test_context_end_falls_back_to_plain_steps():
     prompt = [1, 2, 3, 4]
     want = take(plain_steps(_core.Transformer(spec, core, max_context=24, aux_layers=AUX), prompt, Sampler()), 20)
     target = _core.Transformer(spec, core, max_context=24, aux_layers=AUX)
-    got = take(SpeculativeGenerator(target, drafter, TreePolicy(4, 5, 16)).steps(prompt, Sampler()), 20)
+    got = take(SpeculativeGenerator(target, Eagle3Proposer(drafter), TreePolicy(4, 5, 16)).steps(prompt, Sampler()), 20)
     assert got == want and target.length == 23  # prompt + 19 fed tokens: the last rounds ran plain steps

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from eyas.api import DEFAULT_KV_DTYPE, DEFAULT_MAX_CONTEXT, KV_DTYPES
+from eyas.commands.options import add_drafter_options
 
 
 def fail(msg: str) -> None:
@@ -26,7 +27,7 @@ def register(subparsers) -> None:
                                           '(one {"prompt": ..., "chat": true} per line).')
     p.add_argument("--prompts", required=True, help="jsonl file of prompts")
     p.add_argument("--model", default=None, help="GGUF file or HF folder (default: bundled SmolLM2-135M)")
-    p.add_argument("--drafter", default="default", help="EAGLE-3 drafter folder or 'default'")
+    add_drafter_options(p)
     p.add_argument("--tree", default=None, help="tree policy 'TOP_K,DEPTH,TOTAL', 'chain:DEPTH' or 'auto[:MAX_DEPTH]' (default: the drafter's, else "
                         "auto: a chain of 0-3 tokens per round, as deep as pays)")
     p.add_argument("--max-tokens", type=int, default=128)
@@ -81,15 +82,16 @@ def bench(model, prompts: list[dict], *, policy=None, max_tokens=128, repeats=1,
     from eyas.sampling import Sampler, SamplingParams
     from eyas.speculative import SpeculativeGenerator
 
-    if model.drafter is None:
-        fail("no drafter: pass --drafter PATH (no bundled drafter fits this model)")
+    if model.proposer is None:
+        fail("no drafter: pass --drafter PATH and a --drafter-family other than 'none' (no bundled drafter fits "
+             "this model)")
     params = SamplingParams(temperature=temperature, top_p=top_p, top_k=top_k, seed=seed)
 
     def plain(ids):
         return _generate(model, ids, plain_steps(model.transformer, ids, Sampler(params)), max_tokens)
 
     def speculative(ids):
-        gen = SpeculativeGenerator(model.transformer, model.drafter, policy)
+        gen = SpeculativeGenerator(model.transformer, model.proposer, policy)
         return _generate(model, ids, gen.steps(ids, Sampler(params)), max_tokens, gen.metrics)
 
     encoded = [model.encode_prompt(p["prompt"], chat=p["chat"]) for p in prompts]
@@ -124,7 +126,7 @@ def bench(model, prompts: list[dict], *, policy=None, max_tokens=128, repeats=1,
     speculative_tps = tot["speculative_tokens"] / tot["speculative_s"] if tot["speculative_s"] else 0.0
     from eyas.speculative import TreePolicy
 
-    pol = policy or getattr(model.drafter, "policy", None) or TreePolicy.auto()
+    pol = policy or model.proposer.policy or TreePolicy.auto()
     return {
         "rows": rows,
         "plain_tok_s": plain_tps,
@@ -169,14 +171,15 @@ def run(args: argparse.Namespace) -> int:
             fail(f"--{name.replace('_', '-')} must be >= 1")
     prompts = read_prompts(args.prompts, args.limit)
     policy = TreePolicy.parse(args.tree) if args.tree else None
-    model = eyas.load(args.model, drafter=args.drafter, threads=args.threads, max_context=args.max_context,
-                      kv_dtype=args.kv_dtype)
+    model = eyas.load(args.model, drafter=args.drafter, drafter_family=args.drafter_family, threads=args.threads,
+                      max_context=args.max_context, kv_dtype=args.kv_dtype)
     log = None if args.json else (lambda r: print(f"prompt {r['prompt']}: {r['speedup']:.2f}x", file=sys.stderr))
     result = bench(model, prompts, policy=policy, max_tokens=args.max_tokens, repeats=args.repeats,
                    temperature=args.temperature, seed=args.seed, top_p=args.top_p, top_k=args.top_k, log=log)
     if args.json:
         result["prompts_file"] = str(args.prompts)
         result["drafter"] = str(args.drafter)
+        result["drafter_family"] = args.drafter_family
         print(json.dumps(result))
     else:
         print(_table(result))

@@ -2,6 +2,7 @@
 
 `steps(prompt_ids, sampler)` yields the tokens of each round (1 + accepted drafted tokens); stop
 handling, streaming and detokenization are `eyas.generation.Generation`'s, shared with plain decoding.
+The drafter is any `Proposer`: the rounds never ask which family it is.
 """
 
 from __future__ import annotations
@@ -14,23 +15,25 @@ import numpy as np
 from eyas.speculative.adaptive import DepthChooser, fixed_cost
 from eyas.speculative.metrics import SpeculativeMetrics
 from eyas.speculative.policy import TreePolicy
-from eyas.speculative.rounds import Accepted, DraftTree, accept, commit, propose, split_aux, verify
+from eyas.speculative.proposer import Proposer
+from eyas.speculative.rounds import Accepted, DraftTree, accept, commit, split_aux, verify
 
 
 class SpeculativeGenerator:
-    """target: `_core.Transformer` built with the drafter's aux_layers; drafter: `eyas.drafters.Drafter`."""
+    """target: `_core.Transformer` built with the proposer's aux_layers; proposer: any `Proposer`."""
 
-    def __init__(self, target, drafter, policy: TreePolicy | None = None, *, prefill_chunk: int = 512):
+    def __init__(self, target, proposer: Proposer, policy: TreePolicy | None = None, *, prefill_chunk: int = 512):
         aux = list(target.aux_layers)
-        feats = list(drafter.feature_layers)
+        feats = list(proposer.feature_layers)
         # Lazy logits when the target also captures its final state (aux id = num_layers).
-        self.lazy = drafter.target_head is not None and aux == feats + [drafter.target_layers]
+        self.lazy = proposer.target_head is not None and aux == feats + [target.num_layers]
         if aux != feats and not self.lazy:
-            raise ValueError(f"[speculative] the target captures aux layers {aux}, the drafter needs {drafter.aux_layers}; "
-                             "build the Transformer with aux_layers=drafter.aux_layers")
+            raise ValueError(f"[speculative] the target captures aux layers {aux}, the proposer needs "
+                             f"{proposer.aux_layers}; build the Transformer with aux_layers=proposer.aux_layers")
         self.target = target
-        self.drafter = drafter
-        self.policy = policy or getattr(drafter, "policy", None) or TreePolicy.auto()
+        self.proposer = proposer
+        self.n_features = len(feats)
+        self.policy = policy or proposer.policy or TreePolicy.auto()
         self.prefill_chunk = prefill_chunk
         self.stats = SpeculativeMetrics()
 
@@ -40,10 +43,9 @@ class SpeculativeGenerator:
     def steps(self, prompt_ids, sampler) -> Iterator[list[int]]:
         from eyas import _core
 
-        target = self.target
-        drafter = self.drafter.runtime(target.capacity)
+        target, proposer = self.target, self.proposer
         target.reset()
-        drafter.reset()
+        proposer.reset(target.capacity)
         self.stats = SpeculativeMetrics()
         params = sampler.params
         rng = _core.speculative.Rng(params.seed if params.seed is not None else int(np.random.SeedSequence().entropy % 2**63))
@@ -65,7 +67,7 @@ class SpeculativeGenerator:
                 chooser.observe(last[0], last[1], time.perf_counter() - last[2])
                 last = None
             room = target.capacity - target.length
-            if room < 2:  # no space left for a tree: finish with plain steps (the drafter is done)
+            if room < 2:  # no space left for a tree: finish with plain steps (the proposer is done)
                 root = int(pending_tokens[-1])
                 while True:
                     out = target.forward(np.array([root], np.int32), logits="last")
@@ -74,7 +76,7 @@ class SpeculativeGenerator:
                     yield [root]
             policy = self.policy
             depth = chooser.choose() if chooser else policy.depth
-            if depth == 0:  # a plain step; the drafter ingests its pair with the next propose
+            if depth == 0:  # a plain step; the proposer ingests its pair before the next propose
                 t0 = time.perf_counter()
                 root = int(pending_tokens[-1])
                 features, tokens = self._plain_step(root) if greedy else self._sampled_plain_step(root, params, rng)
@@ -90,11 +92,12 @@ class SpeculativeGenerator:
             if policy.total_tokens > room:
                 policy = TreePolicy(policy.top_k, policy.depth, room)
             t0 = time.perf_counter()
-            tree = propose(drafter, pending_aux, pending_tokens, policy)
+            proposer.ingest(pending_aux, pending_tokens)
+            tree = proposer.propose(policy)
             t1 = time.perf_counter()
-            verified = verify(target, tree, len(self.drafter.feature_layers), self.lazy)
+            verified = verify(target, tree, self.n_features, self.lazy)
             t2 = time.perf_counter()
-            acc: Accepted = accept(verified, tree, params, rng, self.drafter.target_head)
+            acc: Accepted = accept(verified, tree, params, rng, proposer.target_head)
             commit(target, acc)
             t3 = time.perf_counter()
             s = self.stats
@@ -113,7 +116,7 @@ class SpeculativeGenerator:
         also captures the root's drafter features: (features F32[1, F*H], next token int32[1])."""
         out = self.target.forward(np.array([root], np.int32), logits="argmax", capture_aux=True)
         self.target.commit(np.zeros(1, np.int32))
-        features = split_aux(out["aux"], len(self.drafter.feature_layers), self.lazy)[0]
+        features = split_aux(out["aux"], self.n_features, self.lazy)[0]
         return features, np.array([out["argmax"]], np.int32)
 
     def _sampled_plain_step(self, root: int, params, rng) -> tuple[np.ndarray, np.ndarray]:
@@ -121,8 +124,8 @@ class SpeculativeGenerator:
         next token from the target's distribution with the rounds' own rules and rng."""
         tree = DraftTree(np.array([root], np.int32), np.array([-1], np.int32), np.zeros(1, np.int32),
                          np.ones((1, 1), np.uint8))
-        verified = verify(self.target, tree, len(self.drafter.feature_layers), self.lazy)
-        acc = accept(verified, tree, params, rng, self.drafter.target_head)
+        verified = verify(self.target, tree, self.n_features, self.lazy)
+        acc = accept(verified, tree, params, rng, self.proposer.target_head)
         commit(self.target, acc)
         return verified.features[acc.path], acc.tokens
 
@@ -133,6 +136,6 @@ class SpeculativeGenerator:
             last = start + self.prefill_chunk >= len(ids)
             out = self.target.forward(chunk, logits="last" if last else "none", capture_aux=True)
             self.target.commit(np.arange(len(chunk), dtype=np.int32))
-            aux_parts.append(split_aux(out["aux"], len(self.drafter.feature_layers), self.lazy)[0])
+            aux_parts.append(split_aux(out["aux"], self.n_features, self.lazy)[0])
             logits = out.get("logits")
         return np.concatenate(aux_parts), logits
