@@ -8,9 +8,9 @@ import pytest
 
 from eyas import _core
 from eyas.commands.bench import _table, bench, read_prompts
-from eyas.generation import Generation, plain_steps
-from eyas.sampling import Sampler
-from eyas.speculative import Eagle3Proposer, SpeculativeGenerator, TreePolicy
+from eyas.generation import Generation, stream
+from eyas.sampling import SamplingParams
+from eyas.speculative import Eagle3Proposer, TreePolicy
 from tests.parity.cases_speculative import build, random_checkpoint
 from tests.test_speculative_greedy import make_target
 
@@ -74,10 +74,9 @@ def test_bench_bad_prompt_files(tmp_path):
 
 
 def run(model, ids, speculative, **kw):
-    gen = SpeculativeGenerator(model.transformer, model.proposer, TreePolicy(4, 4, 12))
-    steps = gen.steps(ids, Sampler()) if speculative else plain_steps(model.transformer, ids, Sampler())
-    g = Generation(steps, model.tokenizer, num_prompt_tokens=len(ids), extra_metrics=gen.metrics if speculative else None,
-                   **kw)
+    proposer = model.proposer if speculative else None
+    steps = stream(model.transformer, ids, SamplingParams(), proposer=proposer, policy=TreePolicy(4, 4, 12))
+    g = Generation(steps, model.tokenizer, num_prompt_tokens=len(ids), **kw)
     pieces = list(g)
     return g.result, pieces
 

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
-
-from eyas.generation import Generation, GenerationResult, plain_steps
+from eyas import generation
+from eyas.generation import Generation, GenerationResult
 from eyas.loaders import LoadedModel, load_model
-from eyas.sampling import Sampler, SamplingParams
+from eyas.sampling import SamplingParams
 
 DEFAULT_MAX_CONTEXT = 4096
 
@@ -104,7 +103,7 @@ class Model:
             stop = [stop]
         if stop is not None and not all(isinstance(s, str) for s in stop):
             raise ValueError("[generate] stop must be a str or a list of str")
-        sampler = Sampler(SamplingParams(temperature=temperature, top_p=top_p, top_k=top_k, seed=seed))
+        sampling = SamplingParams(temperature=temperature, top_p=top_p, top_k=top_k, seed=seed)
         ids = self.encode_prompt(prompt, chat=chat)
         if not ids:
             raise ValueError("[generate] the prompt is empty")
@@ -112,16 +111,8 @@ class Model:
             raise ValueError(f"[generate] prompt ({len(ids)} tokens) + max_tokens ({max_tokens}) exceeds "
                              f"max_context ({self.max_context}); shorten the prompt, lower max_tokens or "
                              "load with a larger max_context")
-        if self.proposer is None:
-            steps, extra = plain_steps(self.transformer, ids, sampler), None
-        else:
-            from eyas.speculative import SpeculativeGenerator, TreePolicy
-
-            policy = TreePolicy.parse(tree) if isinstance(tree, str) else tree
-            gen = SpeculativeGenerator(self.transformer, self.proposer, policy)
-            steps, extra = gen.steps(ids, sampler), gen.metrics
-        g = Generation(steps, self.tokenizer, num_prompt_tokens=len(ids), max_tokens=max_tokens, stop=stop,
-                       extra_metrics=extra)
+        steps = generation.stream(self.transformer, ids, sampling, proposer=self.proposer, policy=tree)
+        g = Generation(steps, self.tokenizer, num_prompt_tokens=len(ids), max_tokens=max_tokens, stop=stop)
         return g if stream else g.consume()
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
 
 from eyas.api import DEFAULT_KV_DTYPE, DEFAULT_MAX_CONTEXT, KV_DTYPES
@@ -66,33 +65,28 @@ def read_prompts(path: str | Path, limit: int | None = None) -> list[dict]:
     return out[:limit] if limit else out
 
 
-def _generate(model, ids, steps, max_tokens, extra=None):
-    from eyas.generation import Generation
+def _run(model, ids, sampling, max_tokens, proposer=None, policy=None):
+    from eyas import generation
 
-    t0 = time.perf_counter()
-    r = Generation(steps, model.tokenizer, num_prompt_tokens=len(ids), max_tokens=max_tokens,
-                   extra_metrics=extra).consume()
-    return r, time.perf_counter() - t0
+    steps = generation.stream(model.transformer, ids, sampling, proposer=proposer, policy=policy)
+    return generation.Generation(steps, model.tokenizer, num_prompt_tokens=len(ids), max_tokens=max_tokens).consume()
 
 
 def bench(model, prompts: list[dict], *, policy=None, max_tokens=128, repeats=1, temperature=0.0, seed=0,
           top_p=1.0, top_k=0, log=None) -> dict:
     """Paired plain/speculative runs; returns the per-prompt rows and the totals."""
-    from eyas.generation import plain_steps
-    from eyas.sampling import Sampler, SamplingParams
-    from eyas.speculative import SpeculativeGenerator
+    from eyas.sampling import SamplingParams
 
     if model.proposer is None:
         fail("no drafter: pass --drafter PATH and a --drafter-family other than 'none' (no bundled drafter fits "
              "this model)")
-    params = SamplingParams(temperature=temperature, top_p=top_p, top_k=top_k, seed=seed)
+    sampling = SamplingParams(temperature=temperature, top_p=top_p, top_k=top_k, seed=seed)
 
     def plain(ids):
-        return _generate(model, ids, plain_steps(model.transformer, ids, Sampler(params)), max_tokens)
+        return _run(model, ids, sampling, max_tokens)
 
     def speculative(ids):
-        gen = SpeculativeGenerator(model.transformer, model.proposer, policy)
-        return _generate(model, ids, gen.steps(ids, Sampler(params)), max_tokens, gen.metrics)
+        return _run(model, ids, sampling, max_tokens, model.proposer, policy)
 
     encoded = [model.encode_prompt(p["prompt"], chat=p["chat"]) for p in prompts]
     plain(encoded[0]), speculative(encoded[0])  # warm-up: caches, thread pool, page faults
@@ -104,7 +98,7 @@ def bench(model, prompts: list[dict], *, policy=None, max_tokens=128, repeats=1,
             runs = {}
             for name in (("plain", "speculative") if r % 2 == 0 else ("speculative", "plain")):
                 runs[name] = (plain if name == "plain" else speculative)(ids)
-            (p, tp), (s, ts) = runs["plain"], runs["speculative"]
+            p, s = runs["plain"], runs["speculative"]
             row["plain_s"] += p.metrics["decode_s"]
             row["speculative_s"] += s.metrics["decode_s"]
             # Decode-phase tokens: the first token comes from the prefill in both modes.
