@@ -6,7 +6,7 @@ import pytest
 
 from eyas import _core
 from eyas.generation import plain_steps
-from eyas.sampling import Sampler, SamplingParams
+from eyas.sampling import SamplingParams
 from eyas.speculative import Eagle3Proposer, SpeculativeGenerator, TreePolicy
 from eyas.speculative import generator as generator_module
 from eyas.speculative.adaptive import DepthChooser
@@ -117,9 +117,9 @@ def test_plain_step_rounds_keep_greedy_output_identical(monkeypatch, lazy, mix):
     speculative_t = _core.Transformer(spec, core, max_context=256, aux_layers=drafter.aux_layers)
     rng = np.random.default_rng(4)
     for prompt in (rng.integers(0, 64, n).tolist() for n in (1, 9, 30)):
-        want = take(plain_steps(plain_t, prompt, Sampler()), 50)
+        want = take(plain_steps(plain_t, prompt, SamplingParams()), 50)
         gen = SpeculativeGenerator(speculative_t, Eagle3Proposer(drafter), TreePolicy.auto(3))
-        got = take(gen.steps(prompt, Sampler()), 50)
+        got = take(gen.steps(prompt, SamplingParams()), 50)
         assert got == want
         assert np.array_equal(probe_logits(speculative_t, len(prompt) + 49).view(np.uint32),
                               probe_logits(plain_t, len(prompt) + 49).view(np.uint32))
@@ -146,7 +146,7 @@ def test_every_committed_pair_reaches_the_drafter_once_in_order(monkeypatch, laz
 
     target = _core.Transformer(spec, core, max_context=256, aux_layers=drafter.aux_layers)
     prompt = [5, 17, 2, 40]
-    seq = prompt + take(SpeculativeGenerator(target, Recording(drafter), TreePolicy.auto(3)).steps(prompt, Sampler()), 60)
+    seq = prompt + take(SpeculativeGenerator(target, Recording(drafter), TreePolicy.auto(3)).steps(prompt, SamplingParams()), 60)
     aux = np.concatenate([a for a, _ in calls])
     tokens = np.concatenate([tk for _, tk in calls]).tolist()
     assert len(calls) >= 5 and len(tokens) > 40
@@ -166,7 +166,7 @@ def test_sampled_depth_depends_on_the_seed_alone():
     runs, metrics = [], []
     for seed in (11, 11, 12):
         gen = SpeculativeGenerator(target, Eagle3Proposer(drafter), TreePolicy.auto(3))
-        runs.append(take(gen.steps([4, 5, 6], Sampler(SamplingParams(temperature=2.0, seed=seed))), 60))
+        runs.append(take(gen.steps([4, 5, 6], SamplingParams(temperature=2.0, seed=seed)), 60))
         metrics.append(gen.metrics())
     assert runs[0] == runs[1] and runs[0] != runs[2]
     assert metrics[0] == {**metrics[1], "propose_s": metrics[0]["propose_s"], "verify_s": metrics[0]["verify_s"],

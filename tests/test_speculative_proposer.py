@@ -7,7 +7,7 @@ import pytest
 
 from eyas import _core
 from eyas.generation import plain_steps
-from eyas.sampling import Sampler
+from eyas.sampling import SamplingParams
 from eyas.speculative import SpeculativeGenerator, TreePolicy, families, make_proposer, register_proposer
 from eyas.speculative import proposer as proposer_module
 from eyas.speculative.proposer import Proposer
@@ -74,7 +74,7 @@ def target():
 
 
 def plain_greedy(target, prompt, n):
-    return take(plain_steps(target, prompt, Sampler()), n)
+    return take(plain_steps(target, prompt, SamplingParams()), n)
 
 
 @pytest.mark.parametrize("policy", [TreePolicy.chain(1), TreePolicy.chain(4)])
@@ -82,7 +82,7 @@ def test_oracle_is_fully_accepted(target, policy):
     prompt = [3, 14, 15, 9]
     want = plain_greedy(target, prompt, 41)
     gen = SpeculativeGenerator(target, Oracle(prompt + want), policy)
-    got = take(gen.steps(prompt, Sampler()), 41)
+    got = take(gen.steps(prompt, SamplingParams()), 41)
     assert got == want
     m = gen.metrics()
     assert m["num_drafts"] == 40 // (policy.depth + 1)
@@ -95,7 +95,7 @@ def test_random_proposer_keeps_plain_greedy_output(target, policy):
     for seed, prompt in enumerate(([1], [7, 7, 7, 7, 7], list(range(20)))):
         want = plain_greedy(target, prompt, 30)
         gen = SpeculativeGenerator(target, Random(seed), policy)
-        assert take(gen.steps(prompt, Sampler()), 30) == want
+        assert take(gen.steps(prompt, SamplingParams()), 30) == want
 
 
 def test_generator_uses_the_proposers_recommended_policy(target):

@@ -29,4 +29,9 @@ void target_probs(const float* logits, int64_t n, const SamplingParams& p, std::
 // without renormalising). Scans in index order, so a draw is a pure function of the RNG state.
 int32_t sample_index(const std::vector<double>& probs, double total, Rng& rng);
 
+// One token from logits[n]: argmax_row when greedy, else a draw from target_probs. Plain decoding
+// and the first token use it; accept_tree draws from the same distribution with the same rng.
+// probs: scratch, reused across calls.
+int32_t sample_token(const float* logits, int64_t n, const SamplingParams& p, Rng& rng, std::vector<double>& probs);
+
 }  // namespace eyas::speculative

@@ -14,7 +14,7 @@ from typing import Iterable, Iterator
 
 import numpy as np
 
-from eyas.sampling import Sampler, SamplingParams
+from eyas.sampling import SamplingParams
 from eyas.tokenizer import IncrementalDecoder, Tokenizer
 
 
@@ -30,15 +30,18 @@ class GenerationResult:
     metrics: dict
 
 
-def plain_steps(model, prompt_ids: list[int], sampler: Sampler, *, prefill_chunk: int = 512) -> Iterator[list[int]]:
+def plain_steps(model, prompt_ids: list[int], sampling: SamplingParams, *,
+                prefill_chunk: int = 512) -> Iterator[list[int]]:
     """Yields [token] forever: prefill the prompt, then decode one token per step.
 
     model: the `_core.Transformer` interface (forward + commit); its cache is reset first.
     Greedy sampling asks forward for logits="argmax": the token comes back without the logits
-    (the same first-maximum rule as the speculative accept), which saves a copy and a numpy scan.
+    (the same first-maximum rule as the speculative accept), which saves a copy and a scan.
+    Otherwise the C++ sampler draws from the last row with one rng for the whole generation.
     """
     model.reset()
-    greedy = sampler.params.greedy
+    greedy = sampling.greedy
+    rng = None if greedy else sampling.make_rng()
     mode = "argmax" if greedy else "last"
     ids = np.asarray(prompt_ids, dtype=np.int32)
     out = None
@@ -49,7 +52,7 @@ def plain_steps(model, prompt_ids: list[int], sampler: Sampler, *, prefill_chunk
         model.commit(np.arange(len(chunk), dtype=np.int32))
     one, keep = np.zeros(1, dtype=np.int32), np.zeros(1, dtype=np.int32)
     while True:
-        token = out["argmax"] if greedy else sampler.sample(out["logits"][-1])
+        token = out["argmax"] if greedy else sampling.sample(out["logits"][-1], rng)
         yield [token]
         one[0] = token
         out = model.forward(one, logits=mode)
@@ -91,13 +94,13 @@ def stream(target, prompt_ids, sampling: SamplingParams, *, proposer=None, polic
     if len(prompt_ids) == 0:
         fail("the prompt is empty")
     if proposer is None:
-        return TokenStream(plain_steps(target, prompt_ids, Sampler(sampling), prefill_chunk=prefill_chunk))
+        return TokenStream(plain_steps(target, prompt_ids, sampling, prefill_chunk=prefill_chunk))
     from eyas.speculative import SpeculativeGenerator, TreePolicy
 
     if isinstance(policy, str):
         policy = TreePolicy.parse(policy)
     gen = SpeculativeGenerator(target, proposer, policy, prefill_chunk=prefill_chunk)
-    return TokenStream(gen.steps(prompt_ids, Sampler(sampling)), gen.metrics)
+    return TokenStream(gen.steps(prompt_ids, sampling), gen.metrics)
 
 
 class Generation:

@@ -2,7 +2,7 @@
 
     proposer = make_proposer("eagle3", "default", loaded_model)   # None: nothing fits, plain decoding
     gen = SpeculativeGenerator(transformer, proposer, TreePolicy(4, 5, 16))
-    for tokens in gen.steps(prompt_ids, sampler): ...
+    for tokens in gen.steps(prompt_ids, SamplingParams(temperature=0.7, seed=1)): ...
 """
 
 from eyas.speculative.generator import SpeculativeGenerator

@@ -1,6 +1,6 @@
 """SpeculativeGenerator: the speculative counterpart of `eyas.generation.plain_steps`.
 
-`steps(prompt_ids, sampler)` yields the tokens of each round (1 + accepted drafted tokens); stop
+`steps(prompt_ids, sampling)` yields the tokens of each round (1 + accepted drafted tokens); stop
 handling, streaming and detokenization are `eyas.generation.Generation`'s, shared with plain decoding.
 The drafter is any `Proposer`: the rounds never ask which family it is.
 """
@@ -40,23 +40,21 @@ class SpeculativeGenerator:
     def metrics(self) -> dict:
         return self.stats.as_dict()
 
-    def steps(self, prompt_ids, sampler) -> Iterator[list[int]]:
-        from eyas import _core
-
+    def steps(self, prompt_ids, sampling) -> Iterator[list[int]]:
+        """sampling: `eyas.sampling.SamplingParams`; one rng serves the first token and every round."""
         target, proposer = self.target, self.proposer
         target.reset()
         proposer.reset(target.capacity)
         self.stats = SpeculativeMetrics()
-        params = sampler.params
-        rng = _core.speculative.Rng(params.seed if params.seed is not None else int(np.random.SeedSequence().entropy % 2**63))
+        rng = sampling.make_rng()
         ids = np.asarray(prompt_ids, dtype=np.int32)
         aux, logits = self._prefill(ids)
-        first = sampler.sample(logits[-1])  # the same draw plain decoding makes
+        first = sampling.sample(logits[-1], rng)  # the same draw plain decoding makes
         yield [first]
         pending_aux, pending_tokens = aux, np.append(ids[1:], np.int32(first)).astype(np.int32)
         # Greedy output never depends on the drafts, so there the depth may follow measured times;
         # under sampling it follows a fixed cost model, so a seed's draws do not depend on the load.
-        greedy = params.temperature <= 0
+        greedy = sampling.greedy
         chooser = None
         if self.policy.adaptive:
             chooser = DepthChooser(self.policy.depth, cost=None if greedy else fixed_cost)
@@ -72,14 +70,14 @@ class SpeculativeGenerator:
                 while True:
                     out = target.forward(np.array([root], np.int32), logits="last")
                     target.commit(np.zeros(1, np.int32))
-                    root = sampler.sample(out["logits"][-1])
+                    root = sampling.sample(out["logits"][-1], rng)
                     yield [root]
             policy = self.policy
             depth = chooser.choose() if chooser else policy.depth
             if depth == 0:  # a plain step; the proposer ingests its pair before the next propose
                 t0 = time.perf_counter()
                 root = int(pending_tokens[-1])
-                features, tokens = self._plain_step(root) if greedy else self._sampled_plain_step(root, params, rng)
+                features, tokens = self._plain_step(root) if greedy else self._sampled_plain_step(root, sampling, rng)
                 self.stats.verify_s += time.perf_counter() - t0
                 self.stats.observe(1, 0)
                 last = (0, 0, t0)
@@ -97,7 +95,7 @@ class SpeculativeGenerator:
             t1 = time.perf_counter()
             verified = verify(target, tree, self.n_features, self.lazy)
             t2 = time.perf_counter()
-            acc: Accepted = accept(verified, tree, params, rng, proposer.target_head)
+            acc: Accepted = accept(verified, tree, sampling, rng, proposer.target_head)
             commit(target, acc)
             t3 = time.perf_counter()
             s = self.stats
@@ -119,13 +117,13 @@ class SpeculativeGenerator:
         features = split_aux(out["aux"], self.n_features, self.lazy)[0]
         return features, np.array([out["argmax"]], np.int32)
 
-    def _sampled_plain_step(self, root: int, params, rng) -> tuple[np.ndarray, np.ndarray]:
+    def _sampled_plain_step(self, root: int, sampling, rng) -> tuple[np.ndarray, np.ndarray]:
         """A round with nothing drafted: the root alone through verify and accept, which draws the
         next token from the target's distribution with the rounds' own rules and rng."""
         tree = DraftTree(np.array([root], np.int32), np.array([-1], np.int32), np.zeros(1, np.int32),
                          np.ones((1, 1), np.uint8))
         verified = verify(self.target, tree, self.n_features, self.lazy)
-        acc = accept(verified, tree, params, rng, self.proposer.target_head)
+        acc = accept(verified, tree, sampling, rng, self.proposer.target_head)
         commit(self.target, acc)
         return verified.features[acc.path], acc.tokens
 

@@ -53,12 +53,12 @@ def verify(target, tree: DraftTree, n_features: int, lazy: bool) -> Verified:
     return Verified(features, out.get("logits"), hidden)
 
 
-def accept(verified: Verified, tree: DraftTree, params, rng, head=None) -> Accepted:
-    """Greedy longest-path walk, or lossless tree sampling with the target's sampling params.
+def accept(verified: Verified, tree: DraftTree, sampling, rng, head=None) -> Accepted:
+    """Greedy longest-path walk, or lossless tree sampling with the target's `SamplingParams`.
     head: the proposer's target_head (output norm, output weight, eps) in lazy mode."""
     from eyas import _core
 
-    kw = dict(temperature=float(params.temperature), top_k=int(params.top_k), top_p=float(params.top_p), rng=rng)
+    kw = dict(sampling.filters(), rng=rng)
     if verified.hidden is not None:
         norm, out_w, eps = head
         r = _core.speculative.accept_hidden(verified.hidden, norm, out_w, eps, tree.tokens, tree.parents, **kw)
