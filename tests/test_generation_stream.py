@@ -12,20 +12,9 @@ from eyas.commands.bench import bench
 from eyas.sampling import SamplingParams
 from eyas.speculative import TreePolicy
 from eyas.speculative import proposer as proposer_module
-from tests.fixtures import backend, tiny_models
+from tests.test_cli import one_thread_models, tiny  # noqa: F401  (fixtures: a tiny GGUF, one-thread models)
 from tests.test_speculative_bench import FakeModel
 from tests.test_speculative_proposer import Random
-
-
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
-    return str(tiny_models.random_llama_gguf(tmp_path_factory.mktemp("stream") / "tiny.gguf"))
-
-
-@pytest.fixture(autouse=True)
-def one_thread_models(monkeypatch):
-    monkeypatch.setattr(api, "make_transformer", lambda spec, w, max_context, aux_layers, kv_dtype="f32":
-                        backend.make_model(spec, w, max_context=max_context, aux_layers=aux_layers))
 
 
 @pytest.fixture

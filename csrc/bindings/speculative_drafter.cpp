@@ -90,19 +90,6 @@ EYAS_BINDINGS(speculative_drafter) {
           },
           "top_k"_a, "depth"_a, "total_tokens"_a,
           "Draft tree rooted at the last ingested token: dict(tokens, parents, depths, scores, mask).")
-      .def(
-          "propose",
-          [](Eagle3Drafter& d, bind::Array aux, bind::Array tokens, int32_t top_k, int32_t depth, int32_t total_tokens) {
-            Tensor a = bind::from_numpy(kOp, "aux", aux), t = bind::from_numpy(kOp, "tokens", tokens);
-            speculative::DraftTree tree;
-            {
-              nb::gil_scoped_release release;
-              d.ingest(a, t);
-              tree = d.expand(speculative::TreePolicy{top_k, depth, total_tokens});
-            }
-            return bind::tree_dict(tree);
-          },
-          "aux"_a, "tokens"_a, "top_k"_a, "depth"_a, "total_tokens"_a, "ingest(aux, tokens) then expand(...).")
       .def("truncate", &Eagle3Drafter::truncate, "n"_a)
       .def("reset", &Eagle3Drafter::reset)
       .def_prop_ro("length", &Eagle3Drafter::length)

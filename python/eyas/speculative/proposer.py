@@ -35,8 +35,8 @@ class Proposer(abc.ABC):
     """
 
     family: str = ""
-    aux_layers: list[int] = []
-    feature_layers: list[int] = []
+    aux_layers: list[int]  # required of every family
+    feature_layers: list[int]  # required of every family
     policy: TreePolicy | None = None
     target_head: tuple | None = None
 
