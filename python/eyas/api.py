@@ -104,9 +104,7 @@ class Model:
         if stop is not None and not all(isinstance(s, str) for s in stop):
             raise ValueError("[generate] stop must be a str or a list of str")
         sampling = SamplingParams(temperature=temperature, top_p=top_p, top_k=top_k, seed=seed)
-        ids = self.encode_prompt(prompt, chat=chat)
-        if not ids:
-            raise ValueError("[generate] the prompt is empty")
+        ids = self.encode_prompt(prompt, chat=chat)  # stream() rejects an empty one
         if len(ids) + max_tokens > self.max_context:
             raise ValueError(f"[generate] prompt ({len(ids)} tokens) + max_tokens ({max_tokens}) exceeds "
                              f"max_context ({self.max_context}); shorten the prompt, lower max_tokens or "

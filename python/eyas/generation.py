@@ -95,10 +95,8 @@ def stream(target, prompt_ids, sampling: SamplingParams, *, proposer=None, polic
         fail("the prompt is empty")
     if proposer is None:
         return TokenStream(plain_steps(target, prompt_ids, sampling, prefill_chunk=prefill_chunk))
-    from eyas.speculative import SpeculativeGenerator, TreePolicy
+    from eyas.speculative import SpeculativeGenerator
 
-    if isinstance(policy, str):
-        policy = TreePolicy.parse(policy)
     gen = SpeculativeGenerator(target, proposer, policy, prefill_chunk=prefill_chunk)
     return TokenStream(gen.steps(prompt_ids, sampling), gen.metrics)
 

@@ -118,9 +118,9 @@ def bench(model, prompts: list[dict], *, policy=None, max_tokens=128, repeats=1,
                                                   "num_accepted_tokens")}
     plain_tps = tot["plain_tokens"] / tot["plain_s"] if tot["plain_s"] else 0.0
     speculative_tps = tot["speculative_tokens"] / tot["speculative_s"] if tot["speculative_s"] else 0.0
-    from eyas.speculative import TreePolicy
+    from eyas.speculative import choose_policy
 
-    pol = policy or model.proposer.policy or TreePolicy.auto()
+    pol = choose_policy(policy, model.proposer)
     return {
         "rows": rows,
         "plain_tok_s": plain_tps,

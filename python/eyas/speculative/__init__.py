@@ -5,12 +5,12 @@
     for tokens in gen.steps(prompt_ids, SamplingParams(temperature=0.7, seed=1)): ...
 """
 
-from eyas.speculative.generator import SpeculativeGenerator
+from eyas.speculative.generator import SpeculativeGenerator, choose_policy
 from eyas.speculative.loading import bundled_drafter_for, load_drafter
 from eyas.speculative.metrics import SpeculativeMetrics
 from eyas.speculative.policy import TreePolicy
 from eyas.speculative.proposer import PLAIN, Proposer, families, make_proposer, register_proposer
 from eyas.speculative.proposers.eagle3 import Eagle3Proposer
 
-__all__ = ["SpeculativeGenerator", "TreePolicy", "SpeculativeMetrics", "Proposer", "Eagle3Proposer", "PLAIN",
+__all__ = ["SpeculativeGenerator", "choose_policy", "TreePolicy", "SpeculativeMetrics", "Proposer", "Eagle3Proposer", "PLAIN",
            "families", "make_proposer", "register_proposer", "load_drafter", "bundled_drafter_for"]

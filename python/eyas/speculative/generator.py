@@ -19,10 +19,20 @@ from eyas.speculative.proposer import Proposer
 from eyas.speculative.rounds import Accepted, DraftTree, accept, commit, split_aux, verify
 
 
+def choose_policy(policy, proposer: Proposer) -> TreePolicy:
+    """The tree policy a generation runs: `policy` (a TreePolicy or its string form, e.g. "4,5,16"),
+    else the proposer's recommendation, else `TreePolicy.auto()`."""
+    if isinstance(policy, str):
+        policy = TreePolicy.parse(policy)
+    return policy or proposer.policy or TreePolicy.auto()
+
+
 class SpeculativeGenerator:
     """target: `_core.Transformer` built with the proposer's aux_layers; proposer: any `Proposer`."""
 
-    def __init__(self, target, proposer: Proposer, policy: TreePolicy | None = None, *, prefill_chunk: int = 512):
+    def __init__(self, target, proposer: Proposer, policy: TreePolicy | str | None = None, *,
+                 prefill_chunk: int = 512):
+        self.policy = choose_policy(policy, proposer)
         aux = list(target.aux_layers)
         feats = list(proposer.feature_layers)
         # Lazy logits when the target also captures its final state (aux id = num_layers).
@@ -33,7 +43,6 @@ class SpeculativeGenerator:
         self.target = target
         self.proposer = proposer
         self.n_features = len(feats)
-        self.policy = policy or proposer.policy or TreePolicy.auto()
         self.prefill_chunk = prefill_chunk
         self.stats = SpeculativeMetrics()
 
