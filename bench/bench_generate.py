@@ -23,7 +23,9 @@ import numpy as np  # noqa: E402
 
 from eyas import _core  # noqa: E402
 from eyas.api import DEFAULT_KV_DTYPE, KV_DTYPES  # noqa: E402
+from eyas.generation import stream  # noqa: E402
 from eyas.loaders import load_model  # noqa: E402
+from eyas.sampling import SamplingParams  # noqa: E402
 
 
 def default_model() -> str:
@@ -65,17 +67,16 @@ def bench_threads(model, threads, args, rng):
     t_prefill = statistics.median(timed(prefill) for _ in range(args.repeats))
 
     def decode():
-        m.reset()
-        m.prefill(prompt)
-        tok = m.forward(prompt[-1:], logits="argmax")["argmax"]
-        m.commit([0])
+        tokens = stream(m, prompt, SamplingParams())  # greedy, through the path the API uses
+        next(tokens)  # the prefill's token
         steps = []
-        for _ in range(args.new_tokens):  # as eyas.generation.plain_steps runs greedy decoding
-            t0 = time.perf_counter()
-            out = m.forward(np.array([tok], np.int32), logits="argmax")
-            m.commit([0])
-            tok = out["argmax"]
-            steps.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        for _ in range(args.new_tokens):
+            next(tokens)
+            t1 = time.perf_counter()
+            steps.append(t1 - t0)
+            t0 = t1
+        tokens.close()
         return steps
 
     decode()  # warm-up

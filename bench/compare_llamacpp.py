@@ -21,12 +21,13 @@ import statistics  # noqa: E402
 import subprocess  # noqa: E402
 import time  # noqa: E402
 
-import numpy as np  # noqa: E402
 
 from eyas import _core  # noqa: E402
 from eyas.api import DEFAULT_KV_DTYPE, KV_DTYPES  # noqa: E402
+from eyas.generation import stream  # noqa: E402
 from eyas.loaders import load_model  # noqa: E402
 from eyas.models.default import default_model_path  # noqa: E402
+from eyas.sampling import SamplingParams  # noqa: E402
 
 
 def llama_tg(binary: str, model: str, threads: int, tokens: int, repeats: int) -> float:
@@ -45,14 +46,13 @@ def eyas_tg(m, tokens: int, repeats: int) -> float:
     """Median over repeats of greedy decode tok/s for `tokens` steps after a one-token prompt."""
     rates = []
     for _ in range(repeats + 1):  # the first run warms up (weight packs, page faults)
-        m.reset()
-        tok = m.forward(np.array([1], np.int32), logits="argmax")["argmax"]
-        m.commit([0])
+        steps = stream(m, [1], SamplingParams())  # greedy, through the path the API uses
+        next(steps)  # the prompt token's forward
         t0 = time.perf_counter()
         for _ in range(tokens):
-            tok = m.forward(np.array([tok], np.int32), logits="argmax")["argmax"]
-            m.commit([0])
+            next(steps)
         rates.append(tokens / (time.perf_counter() - t0))
+        steps.close()
     return statistics.median(rates[1:])
 
 

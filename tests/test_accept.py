@@ -5,7 +5,7 @@ import pytest
 
 from eyas import _core
 
-spec = _core.spec
+speculative = _core.speculative
 
 # The hand-worked tree of test_tree_expand: root 99; 1:10 2:11 under root; 3:12 under 1; 4:10 under 2; 5:10 under 4.
 TOKENS = np.array([99, 10, 11, 12, 10, 10], np.int32)
@@ -25,7 +25,7 @@ def forced_logits(argmaxes, V=100):
     ([5, 10, 10, 10, 10, 10], [0], [5]),                     # nothing accepted: bonus only
 ])
 def test_greedy_hand_worked(argmaxes, path, tokens):
-    r = spec.accept(forced_logits(argmaxes), TOKENS, PARENTS)
+    r = speculative.accept(forced_logits(argmaxes), TOKENS, PARENTS)
     assert r["path"].tolist() == path
     assert r["tokens"].tolist() == tokens
 
@@ -33,7 +33,7 @@ def test_greedy_hand_worked(argmaxes, path, tokens):
 def test_greedy_tie_takes_lower_id():
     lg = np.zeros((6, 100), np.float32)
     lg[0, [11, 10]] = 3.0  # tie between 10 and 11: argmax is 10 (first index), as in plain decoding
-    r = spec.accept(lg, TOKENS, PARENTS)
+    r = speculative.accept(lg, TOKENS, PARENTS)
     assert r["path"].tolist()[:2] == [0, 1]
 
 
@@ -56,7 +56,7 @@ def test_greedy_random_trees():
         parents = np.array([-1] + [int(rng.integers(0, i)) for i in range(1, n)], np.int32)
         tokens = rng.integers(0, 4, n).astype(np.int32)
         logits = rng.integers(0, 3, (n, 4)).astype(np.float32)
-        r = spec.accept(logits, tokens, parents)
+        r = speculative.accept(logits, tokens, parents)
         path, out = greedy_ref(logits, tokens, parents)
         assert r["tokens"].tolist() == out
         assert r["path"].tolist() == path
@@ -84,16 +84,17 @@ def probs_ref(logits, temperature, top_k=0, top_p=1.0):
 @pytest.mark.parametrize("t,k,p", [(1.0, 0, 1.0), (0.7, 0, 1.0), (1.3, 3, 1.0), (1.0, 0, 0.6), (0.5, 4, 0.8), (2.0, 1, 1.0)])
 def test_target_probs(t, k, p):
     logits = np.random.default_rng(1).standard_normal(17).astype(np.float32) * 2
-    np.testing.assert_allclose(spec.target_probs(logits, t, k, p), probs_ref(logits, t, k, p), rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(speculative.target_probs(logits, t, k, p), probs_ref(logits, t, k, p), rtol=1e-12,
+                               atol=1e-15)
 
 
 def test_seeded_sampling_is_deterministic():
     logits = np.random.default_rng(2).standard_normal(50).astype(np.float32)
-    a = [spec.sample(logits, temperature=1.0, rng=r) for r in [spec.Rng(7)] for _ in range(50)]
-    b = [spec.sample(logits, temperature=1.0, rng=r) for r in [spec.Rng(7)] for _ in range(50)]
-    c = [spec.sample(logits, temperature=1.0, rng=r) for r in [spec.Rng(8)] for _ in range(50)]
+    a = [speculative.sample(logits, temperature=1.0, rng=r) for r in [speculative.Rng(7)] for _ in range(50)]
+    b = [speculative.sample(logits, temperature=1.0, rng=r) for r in [speculative.Rng(7)] for _ in range(50)]
+    c = [speculative.sample(logits, temperature=1.0, rng=r) for r in [speculative.Rng(8)] for _ in range(50)]
     assert a == b and a != c
-    assert spec.sample(logits, rng=spec.Rng(0)) == int(np.argmax(logits))
+    assert speculative.sample(logits, rng=speculative.Rng(0)) == int(np.argmax(logits))
 
 
 # --- Lossless tree sampling on a target small enough to enumerate ------------------------------
@@ -194,10 +195,10 @@ def broken_accept(rng):
 
 def test_tree_sampling_reproduces_target_distribution():
     target = ToyTarget(3)
-    rng = spec.Rng(1234)
+    rng = speculative.Rng(1234)
 
     def eyas_accept(logits, tokens, parents):
-        return spec.accept(logits, tokens, parents, rng=rng, **PARAMS)["tokens"].tolist()
+        return speculative.accept(logits, tokens, parents, rng=rng, **PARAMS)["tokens"].tolist()
 
     n = 20000
     probs = exact_joint(target)
@@ -214,19 +215,19 @@ def test_tree_sampling_reproduces_target_distribution():
 def test_accept_bad_inputs():
     lg = forced_logits([0] * 6)
     with pytest.raises(ValueError, match=r"\[accept\].*parents\[0\]"):
-        spec.accept(lg, TOKENS, np.array([0, 0, 0, 1, 2, 4], np.int32))
+        speculative.accept(lg, TOKENS, np.array([0, 0, 0, 1, 2, 4], np.int32))
     with pytest.raises(ValueError, match=r"\[accept\].*earlier node"):
-        spec.accept(lg, TOKENS, np.array([-1, 0, 3, 1, 2, 4], np.int32))
+        speculative.accept(lg, TOKENS, np.array([-1, 0, 3, 1, 2, 4], np.int32))
     with pytest.raises(ValueError, match=r"\[accept\].*vocabulary"):
-        spec.accept(lg, np.array([99, 10, 11, 12, 10, 100], np.int32), PARENTS)
+        speculative.accept(lg, np.array([99, 10, 11, 12, 10, 100], np.int32), PARENTS)
     with pytest.raises(ValueError, match=r"\[accept\]"):
-        spec.accept(lg[:5], TOKENS, PARENTS)
+        speculative.accept(lg[:5], TOKENS, PARENTS)
     with pytest.raises(ValueError, match=r"\[accept\].*rng"):
-        spec.accept(lg, TOKENS, PARENTS, temperature=1.0)
+        speculative.accept(lg, TOKENS, PARENTS, temperature=1.0)
     with pytest.raises(ValueError, match=r"\[accept\].*top_p"):
-        spec.accept(lg, TOKENS, PARENTS, temperature=1.0, top_p=0.0, rng=spec.Rng(0))
+        speculative.accept(lg, TOKENS, PARENTS, temperature=1.0, top_p=0.0, rng=speculative.Rng(0))
     with pytest.raises(ValueError, match=r"\[accept\]"):
-        spec.accept(lg.astype(np.float64), TOKENS, PARENTS)
+        speculative.accept(lg.astype(np.float64), TOKENS, PARENTS)
 
 
 def test_accept_hidden_matches_full_logits():
@@ -242,10 +243,11 @@ def test_accept_hidden_matches_full_logits():
     tokens = TOKENS.copy()
     tokens[1:] = np.argsort(-logits[0])[:5].astype(np.int32)  # make the walk go somewhere
     for params in (dict(), dict(temperature=0.9, top_p=0.95)):
-        a = spec.accept(logits, tokens, PARENTS, rng=spec.Rng(4), **params)
-        b = spec.accept_hidden(hidden, norm, (w, 0, [Vt, H]), 1e-5, tokens, PARENTS, rng=spec.Rng(4), **params)
+        a = speculative.accept(logits, tokens, PARENTS, rng=speculative.Rng(4), **params)
+        b = speculative.accept_hidden(hidden, norm, (w, 0, [Vt, H]), 1e-5, tokens, PARENTS, rng=speculative.Rng(4),
+                                      **params)
         assert a["path"].tolist() == b["path"].tolist() and a["tokens"].tolist() == b["tokens"].tolist()
     with pytest.raises(ValueError, match=r"\[accept\].*out_w"):
-        spec.accept_hidden(hidden, norm, (w[:, :8].copy(), 0, [Vt, 8]), 1e-5, tokens, PARENTS)
+        speculative.accept_hidden(hidden, norm, (w[:, :8].copy(), 0, [Vt, 8]), 1e-5, tokens, PARENTS)
     with pytest.raises(ValueError, match=r"\[accept\].*hidden"):
-        spec.accept_hidden(hidden[:3], norm, (w, 0, [Vt, H]), 1e-5, tokens, PARENTS)
+        speculative.accept_hidden(hidden[:3], norm, (w, 0, [Vt, H]), 1e-5, tokens, PARENTS)

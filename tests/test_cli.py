@@ -86,3 +86,49 @@ def test_default_model_answers(capsys):
     # A plain completion: the chat answer's first token is a near tie that Q8 activation rounding can flip.
     assert main(["generate", "The capital of France is", "--max-tokens", "4", "--json"]) == 0
     assert "Paris" in json.loads(capsys.readouterr().out)["text"]
+
+
+def test_drafter_family_none_is_plain_decoding(tiny, capsys):
+    args = ["generate", "Hello world", "--model", tiny, "--max-tokens", "5", "--json"]
+    assert main(args + ["--drafter-family", "none"]) == 0
+    plain = json.loads(capsys.readouterr().out)
+    assert "num_drafts" not in plain["metrics"]
+    assert main(args + ["--drafter", "none", "--drafter-family", "eagle3"]) == 0
+    assert json.loads(capsys.readouterr().out)["tokens"] == plain["tokens"]
+
+
+@pytest.mark.parametrize("command", [["generate", "Hello"], ["bench", "--prompts", "p.jsonl"]])
+def test_unknown_drafter_family_lists_the_choices(tiny, capsys, command):
+    with pytest.raises(SystemExit) as e:
+        main([*command, "--model", tiny, "--drafter-family", "hydra"])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert "--drafter-family" in err and "'hydra'" in err and "eagle3" in err and "none" in err
+
+
+def test_load_rejects_an_unknown_drafter_family(tiny):
+    with pytest.raises(ValueError, match=r"\[load\] unknown drafter_family 'hydra'; choose one of eagle3, none"):
+        api.load(tiny, drafter_family="hydra")
+
+
+def test_a_registered_family_reaches_the_generator(tiny, monkeypatch):
+    """eyas.load hands (drafter, loaded model) to the family's factory; Model.generate runs the
+    proposer it made without knowing its family, and greedy output stays the plain output."""
+    from eyas.speculative import proposer as proposer_module
+    from tests.test_speculative_proposer import Random
+
+    made = []
+
+    def factory(drafter, loaded):
+        p = Random(seed=1, vocab=loaded.spec["vocab_size"])
+        p.aux_layers = p.feature_layers = [0, 1]
+        p.hidden = loaded.spec["hidden_size"]
+        made.append((drafter, p))
+        return p
+
+    monkeypatch.setitem(proposer_module._FACTORIES, "random", factory)
+    plain = api.load(tiny, drafter_family="none").generate("Hello world", max_tokens=12)
+    m = api.load(tiny, drafter="my-drafter", drafter_family="random")
+    assert made[0][0] == "my-drafter" and m.proposer is made[0][1]
+    r = m.generate("Hello world", max_tokens=12, tree="3,2,5")
+    assert r.tokens == plain.tokens and r.metrics["num_drafts"] >= 1

@@ -2,6 +2,8 @@
 id conventions, and every load-time mismatch with the target as a clear ValueError."""
 
 import json
+import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -9,8 +11,8 @@ import pytest
 from eyas import _core
 from eyas.drafters import load_eagle3
 from eyas.drafters.eagle3 import draft_to_target
-from eyas.spec import load_drafter
-from tests.parity.cases_spec import build, random_checkpoint, tiny_target, write_checkpoint
+from eyas.speculative import load_drafter
+from tests.parity.cases_speculative import build, random_checkpoint, tiny_target, write_checkpoint
 
 SPEC, CORE, _ = tiny_target()  # 6 layers, vocab 96, hidden 64
 
@@ -19,7 +21,7 @@ def run(d, seed=0):
     rng = np.random.default_rng(seed)
     aux = rng.standard_normal((5, 3 * SPEC["hidden_size"])).astype(np.float32)
     tokens = rng.integers(0, SPEC["vocab_size"], 5).astype(np.int32)
-    rt = _core.spec.Eagle3Drafter(d.spec, d.weights, d.d2t, max_context=32)
+    rt = _core.speculative.Eagle3Drafter(d.spec, d.weights, d.d2t, max_context=32)
     rt.ingest(aux, tokens)
     return rt.last_logits
 
@@ -168,12 +170,29 @@ def test_eagle_pytorch_bin(tmp_path):
 
 
 def test_recommended_tree_policy(tmp_path):
-    from eyas.spec import TreePolicy
+    """The drafter keeps config.json's raw triple; its proposer turns it into a checked TreePolicy."""
+    from eyas.speculative import Eagle3Proposer, TreePolicy
 
     cfg, t = random_checkpoint(9, SPEC)
-    assert load_eagle3(write_checkpoint(tmp_path / "a", cfg, t), SPEC, CORE).policy is None
+    d = load_eagle3(write_checkpoint(tmp_path / "a", cfg, t), SPEC, CORE)
+    assert d.tree_policy is None and Eagle3Proposer(d).policy is None
     cfg["eyas"] = {"tree_policy": [1, 4, 5]}
-    assert load_eagle3(write_checkpoint(tmp_path / "b", cfg, t), SPEC, CORE).policy == TreePolicy(1, 4, 5)
+    d = load_eagle3(write_checkpoint(tmp_path / "b", cfg, t), SPEC, CORE)
+    assert d.tree_policy == (1, 4, 5) and Eagle3Proposer(d).policy == TreePolicy(1, 4, 5)
     cfg["eyas"] = {"tree_policy": [0, 4, 5]}
-    with pytest.raises(ValueError, match=r"\[spec\].*top_k"):
-        load_eagle3(write_checkpoint(tmp_path / "c", cfg, t), SPEC, CORE)
+    d = load_eagle3(write_checkpoint(tmp_path / "c", cfg, t), SPEC, CORE)
+    with pytest.raises(ValueError, match=r"\[speculative\].*top_k"):
+        Eagle3Proposer(d)
+    cfg["eyas"] = {"tree_policy": [1, 4]}
+    with pytest.raises(ValueError, match=r"\[drafter\].*tree_policy"):
+        load_eagle3(write_checkpoint(tmp_path / "d", cfg, t), SPEC, CORE)
+
+
+def test_drafters_do_not_import_the_speculative_engine():
+    """Layering: checkpoint readers (eyas.drafters) sit below eyas.speculative, which builds on them."""
+    import eyas.drafters
+
+    folder = Path(eyas.drafters.__file__).parent
+    imports = re.compile(r"^\s*(from|import)\s+eyas\.speculative\b", re.M)
+    offenders = [p.name for p in folder.glob("*.py") if imports.search(p.read_text(encoding="utf-8"))]
+    assert not offenders

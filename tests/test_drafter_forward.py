@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from eyas import _core
-from tests.parity.cases_spec import DrafterRef, build, random_checkpoint, tiny_target
+from tests.parity.cases_speculative import DrafterRef, build, random_checkpoint, tiny_target
 
 
 @pytest.fixture(scope="module")
@@ -19,7 +19,7 @@ def ingest_both(d, rng, T):
     Ht = d.spec["target_hidden_size"]
     aux = rng.standard_normal((T, 3 * Ht)).astype(np.float32)
     tokens = rng.integers(0, d.spec["vocab_size"], T).astype(np.int32)
-    rt = _core.spec.Eagle3Drafter(d.spec, d.weights, d.d2t, max_context=256)
+    rt = _core.speculative.Eagle3Drafter(d.spec, d.weights, d.d2t, max_context=256)
     rt.ingest(aux, tokens)
     ref = DrafterRef(d.spec, d.weights, d.d2t)
     ref.ingest(aux, tokens)
@@ -48,8 +48,8 @@ def test_tree_slots_do_not_leak_into_committed_state(setup):
     aux = rng.standard_normal((3, 3 * Ht)).astype(np.float32)
     tokens = rng.integers(0, d.spec["vocab_size"], 3).astype(np.int32)
     # Expanding (which writes tree K/V after the committed prefix) must not change a later ingest.
-    a = _core.spec.Eagle3Drafter(d.spec, d.weights, d.d2t, max_context=256)
-    b = _core.spec.Eagle3Drafter(d.spec, d.weights, d.d2t, max_context=256)
+    a = _core.speculative.Eagle3Drafter(d.spec, d.weights, d.d2t, max_context=256)
+    b = _core.speculative.Eagle3Drafter(d.spec, d.weights, d.d2t, max_context=256)
     first_aux = rng.standard_normal((6, 3 * Ht)).astype(np.float32)
     first_tok = rng.integers(0, d.spec["vocab_size"], 6).astype(np.int32)
     a.ingest(first_aux, first_tok)
@@ -68,7 +68,7 @@ def test_truncate_rolls_back(setup):
     Ht = d.spec["target_hidden_size"]
     aux = rng.standard_normal((9, 3 * Ht)).astype(np.float32)
     tokens = rng.integers(0, d.spec["vocab_size"], 9).astype(np.int32)
-    a = _core.spec.Eagle3Drafter(d.spec, d.weights, d.d2t, max_context=64)
+    a = _core.speculative.Eagle3Drafter(d.spec, d.weights, d.d2t, max_context=64)
     a.ingest(aux, tokens)
     want = a.last_logits.copy()
     a.truncate(5)
@@ -92,7 +92,7 @@ def test_deterministic_across_threads(setup):
     try:
         for n in (1, 2):
             _core.set_num_threads(n)
-            a = _core.spec.Eagle3Drafter(d.spec, d.weights, d.d2t, max_context=64)
+            a = _core.speculative.Eagle3Drafter(d.spec, d.weights, d.d2t, max_context=64)
             a.ingest(aux, tokens)
             outs.append((a.last_logits.copy(), a.expand(3, 4, 12)["scores"]))
     finally:
@@ -102,7 +102,7 @@ def test_deterministic_across_threads(setup):
 
 def test_bad_inputs(setup):
     _, d = setup
-    a = _core.spec.Eagle3Drafter(d.spec, d.weights, d.d2t, max_context=8)
+    a = _core.speculative.Eagle3Drafter(d.spec, d.weights, d.d2t, max_context=8)
     Ht = d.spec["target_hidden_size"]
     ok_aux = np.zeros((2, 3 * Ht), np.float32)
     with pytest.raises(ValueError, match=r"\[Eagle3Drafter\].*aux"):
@@ -121,9 +121,9 @@ def test_bad_inputs(setup):
     w = dict(d.weights)
     w["attn_q"] = (np.zeros((4, 4), np.float32), 0, [4, 4])
     with pytest.raises(ValueError, match=r"\[Eagle3Drafter\].*attn_q"):
-        _core.spec.Eagle3Drafter(d.spec, w, d.d2t)
+        _core.speculative.Eagle3Drafter(d.spec, w, d.d2t)
     del w["attn_q"]
     with pytest.raises(ValueError, match=r"\[Eagle3Drafter\].*missing"):
-        _core.spec.Eagle3Drafter(d.spec, w, d.d2t)
+        _core.speculative.Eagle3Drafter(d.spec, w, d.d2t)
     with pytest.raises(ValueError, match=r"\[Eagle3Drafter\].*d2t"):
-        _core.spec.Eagle3Drafter(d.spec, d.weights, d.d2t[:-1])
+        _core.speculative.Eagle3Drafter(d.spec, d.weights, d.d2t[:-1])

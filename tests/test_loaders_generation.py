@@ -7,7 +7,7 @@ import pytest
 
 import eyas.api as api
 from eyas.generation import Generation, plain_steps
-from eyas.sampling import Sampler, SamplingParams
+from eyas.sampling import SamplingParams
 from tests.fixtures import backend, tiny_models
 
 
@@ -49,7 +49,7 @@ def test_chunked_prefill_gives_identical_tokens(model):
     ids = model.encode_prompt("The quick brown fox jumps over the lazy dog.")
     runs = []
     for chunk in (512, 3, 1):
-        steps = plain_steps(model.transformer, ids, Sampler(), prefill_chunk=chunk)
+        steps = plain_steps(model.transformer, ids, SamplingParams(), prefill_chunk=chunk)
         runs.append(Generation(steps, model.tokenizer, num_prompt_tokens=len(ids), max_tokens=6).consume().tokens)
     assert runs[0] == runs[1] == runs[2]
 

@@ -1,98 +1,189 @@
-"""Sampling: greedy ties, seeded determinism, top-k / top-p filtering, the sampled distribution."""
+"""The one sampler (C++, `_core.speculative.sample` over `target_probs`): greedy ties, seeded
+determinism, top-k / top-p / temperature against an exact numpy computation of the filtered
+distribution, a chi-square test of the draws; plain sampled decoding draws with it."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from eyas.sampling import Sampler, SamplingParams
+from eyas import _core
+from eyas.generation import plain_steps
+from eyas.sampling import SamplingParams
+
+speculative = _core.speculative
+
+
+def filtered_distribution(x, temperature, top_k=0, top_p=1.0):
+    """float64[V]: softmax(x / T) over the top_k tokens, then the smallest prefix by probability
+    desc (ties: lower id first) whose mass reaches top_p, renormalised. T as the C++ takes it
+    (float32) and applies it (times 1/T in float64)."""
+    z = x.astype(np.float64) * (1.0 / np.float64(np.float32(temperature)))
+    p = np.exp(z - z.max())
+    p /= p.sum()
+    order = np.lexsort((np.arange(p.size), -p))
+    keep = order[:top_k] if 0 < top_k < p.size else order
+    if top_p < 1.0:
+        cut = int(np.searchsorted(np.cumsum(p[keep]), np.float64(np.float32(top_p)))) + 1
+        keep = keep[:cut]
+    out = np.zeros_like(p)
+    out[keep] = p[keep] / p[keep].sum()
+    return out
+
+
+def draw(x, rng, **kw):
+    return speculative.sample(np.asarray(x, np.float32), rng=rng, **kw)
 
 
 def test_greedy_takes_lowest_id_on_ties():
-    assert Sampler().sample(np.array([0.0, 3.0, 1.0, 3.0])) == 1
+    assert draw([0.0, 3.0, 1.0, 3.0], speculative.Rng(0)) == 1
+    assert SamplingParams().sample(np.array([0.0, 3.0, 1.0, 3.0], np.float32), speculative.Rng(0)) == 1
 
 
 def test_same_seed_same_tokens():
-    logits = np.random.default_rng(0).standard_normal(50)
-    a = Sampler(SamplingParams(temperature=1.0, seed=7))
-    b = Sampler(SamplingParams(temperature=1.0, seed=7))
-    assert [a.sample(logits) for _ in range(100)] == [b.sample(logits) for _ in range(100)]
-    c = Sampler(SamplingParams(temperature=1.0, seed=8))
-    assert [a.sample(logits) for _ in range(100)] != [c.sample(logits) for _ in range(100)]
+    logits = np.random.default_rng(0).standard_normal(50).astype(np.float32)
+    params = SamplingParams(temperature=1.0, seed=7)
+    a, b = params.make_rng(), params.make_rng()
+    assert [params.sample(logits, a) for _ in range(100)] == [params.sample(logits, b) for _ in range(100)]
+    c = SamplingParams(temperature=1.0, seed=8).make_rng()
+    assert [params.sample(logits, a) for _ in range(100)] != [params.sample(logits, c) for _ in range(100)]
 
 
 def test_top_k_one_and_tiny_top_p_are_greedy():
     rng = np.random.default_rng(1)
     for _ in range(20):
-        logits = rng.standard_normal(30)
-        assert Sampler(SamplingParams(temperature=2.0, top_k=1, seed=0)).sample(logits) == int(np.argmax(logits))
-        assert Sampler(SamplingParams(temperature=2.0, top_p=1e-9, seed=0)).sample(logits) == int(np.argmax(logits))
+        logits = rng.standard_normal(30).astype(np.float32)
+        assert draw(logits, speculative.Rng(0), temperature=2.0, top_k=1) == int(np.argmax(logits))
+        assert draw(logits, speculative.Rng(0), temperature=2.0, top_p=1e-9) == int(np.argmax(logits))
 
 
-def test_distribution_filters():
-    logits = np.log(np.array([0.1, 0.4, 0.2, 0.3]))
-    ids, p = Sampler(SamplingParams(temperature=1.0)).distribution(logits)
-    assert list(ids) == [1, 3, 2, 0]
-    np.testing.assert_allclose(p, [0.4, 0.3, 0.2, 0.1])
-    ids, p = Sampler(SamplingParams(temperature=1.0, top_k=2)).distribution(logits)
-    assert list(ids) == [1, 3]
-    np.testing.assert_allclose(p, [4 / 7, 3 / 7])
-    ids, p = Sampler(SamplingParams(temperature=1.0, top_p=0.75)).distribution(logits)
-    assert list(ids) == [1, 3, 2]  # 0.4 + 0.3 < 0.75 <= 0.9
-    np.testing.assert_allclose(p, [4 / 9, 3 / 9, 2 / 9])
-    ids, p = Sampler(SamplingParams(temperature=0.5)).distribution(logits)
-    np.testing.assert_allclose(p, np.array([16, 9, 4, 1]) / 30)
+def test_small_distributions_by_hand():
+    logits = np.log(np.array([0.1, 0.4, 0.2, 0.3], np.float32))
+    probs = lambda **kw: speculative.target_probs(logits, **kw)  # noqa: E731
+    np.testing.assert_allclose(probs(temperature=1.0), [0.1, 0.4, 0.2, 0.3], rtol=1e-6)
+    np.testing.assert_allclose(probs(temperature=1.0, top_k=2), [0, 4 / 7, 0, 3 / 7], rtol=1e-6)
+    np.testing.assert_allclose(probs(temperature=1.0, top_p=0.75), [0, 4 / 9, 2 / 9, 3 / 9], rtol=1e-6)  # 0.7 < 0.75
+    np.testing.assert_allclose(probs(temperature=0.5), np.array([1, 16, 4, 9]) / 30, rtol=1e-6)
+    ties = np.array([1, 5, 0, 5, 5, 2, 5], np.float32)  # four tied best: top-k keeps the lowest ids
+    np.testing.assert_array_equal(speculative.target_probs(ties, 1.0, 2) > 0, [0, 1, 0, 1, 0, 0, 0])
+    np.testing.assert_array_equal(speculative.target_probs(ties, 1.0, 0, 0.5) > 0, [0, 1, 0, 1, 1, 0, 0])
 
 
-def test_samples_follow_the_distribution():
-    logits = np.log(np.array([0.5, 0.25, 0.125, 0.125]))
-    s = Sampler(SamplingParams(temperature=1.0, seed=123))
-    n = 20000
-    counts = np.bincount([s.sample(logits) for _ in range(n)], minlength=4) / n
-    # 5 standard deviations of a binomial frequency at n=20000 is < 0.018.
-    np.testing.assert_allclose(counts, [0.5, 0.25, 0.125, 0.125], atol=0.018)
+def rows():
+    """Rows that reach every selection path: small and 49,152-token vocabularies, flat to peaked,
+    many ties at the top, ties across the top-k boundary, -inf entries."""
+    rng = np.random.default_rng(3)
+    for V in (5000, 49152):
+        for scale in (0.5, 3.0, 12.0):
+            x = (rng.standard_normal(V) * scale).astype(np.float32)
+            yield x
+            x = x.copy()
+            x[rng.integers(0, V, 200)] = x.max()  # ties at the top
+            x[rng.integers(0, V, 100)] = -np.inf
+            yield x
+    x = np.repeat(np.float32([4.0, 3.0, 2.0, 1.0]), 30)  # ties straddling every top_k below
+    yield rng.permutation(x)
+
+
+@pytest.mark.parametrize("temperature,top_k,top_p", [
+    (1.0, 0, 1.0), (0.7, 0, 0.9), (0.7, 0, 0.5), (1.0, 0, 0.999), (1.3, 40, 1.0), (0.7, 40, 0.8), (0.7, 45, 0.95),
+    (2.0, 1, 1.0), (0.7, 100, 1.0), (1.0, 4000, 0.97)])
+def test_distribution_equals_the_exact_reference(temperature, top_k, top_p):
+    for x in rows():
+        want = filtered_distribution(x, temperature, top_k, top_p)
+        got = speculative.target_probs(x, temperature, top_k, top_p)
+        assert np.array_equal(got > 0, want > 0), "a different set of tokens is kept"
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=0)
+
+
+def test_a_draw_is_the_inverse_cdf_of_target_probs():
+    """sample() draws from target_probs with one uniform of the rng, scanning ids in order: the
+    same rule and stream of numbers accept() uses."""
+    x = (np.random.default_rng(4).standard_normal(3000) * 4).astype(np.float32)
+    for kw in (dict(temperature=0.8), dict(temperature=0.8, top_k=30), dict(temperature=1.2, top_p=0.9)):
+        p = np.cumsum(speculative.target_probs(x, **kw))
+        a, b = speculative.Rng(11), speculative.Rng(11)
+        for _ in range(200):
+            assert draw(x, a, **kw) == int(np.searchsorted(p, b.uniform(), side="right"))
+
+
+def chi2(counts, probs):
+    live = probs > 0
+    expected = probs[live] * counts.sum()
+    return float(((counts[live] - expected) ** 2 / expected).sum()), int(live.sum()) - 1
+
+
+@pytest.mark.parametrize("kw", [dict(temperature=1.0), dict(temperature=0.8, top_k=8, top_p=0.9),
+                                dict(temperature=1.5, top_p=0.7)])
+def test_draws_follow_the_filtered_distribution(kw):
+    x = (np.random.default_rng(5).standard_normal(12) * 1.5).astype(np.float32)
+    probs = filtered_distribution(x, **kw)
+    rng, n = speculative.Rng(99), 20000
+    counts = np.bincount([draw(x, rng, **kw) for _ in range(n)], minlength=x.size).astype(np.float64)
+    assert counts[probs == 0].sum() == 0, "drew a token outside the top-k / top-p set"
+    stat, df = chi2(counts, probs)
+    limit = df + 6 * np.sqrt(2 * df)  # ~1e-6 false-failure rate
+    assert stat < limit, f"chi2 {stat:.1f} >= {limit:.1f} (df {df})"
+    # The statistic has the power to reject a neighbouring distribution (another temperature).
+    other = filtered_distribution(x, kw["temperature"] * 1.3, kw.get("top_k", 0), kw.get("top_p", 1.0))
+    if np.array_equal(other > 0, probs > 0):
+        assert chi2(counts, other)[0] > 3 * limit
+
+
+def test_plain_sampled_decoding_draws_with_the_cpp_sampler():
+    """plain_steps draws every token with SamplingParams.sample from one rng seeded once: a manual
+    forward + `_core.speculative.sample` loop gives the same tokens."""
+    from tests.test_speculative_greedy import AUX, make_target, take
+
+    spec, core = make_target()
+    target = _core.Transformer(spec, core, max_context=64, aux_layers=AUX)
+    params = SamplingParams(temperature=1.5, top_k=20, top_p=0.9, seed=21)
+    got = take(plain_steps(target, [4, 5, 6], params), 12)
+    target.reset()
+    rng = speculative.Rng(21)
+    out = target.forward(np.array([4, 5, 6], np.int32), logits="last")
+    target.commit(np.arange(3, dtype=np.int32))
+    want = []
+    for _ in range(12):
+        want.append(speculative.sample(out["logits"][-1], temperature=1.5, top_k=20, top_p=0.9, rng=rng))
+        out = target.forward(np.array([want[-1]], np.int32), logits="last")
+        target.commit(np.zeros(1, np.int32))
+    assert got == want
+    assert take(plain_steps(target, [4, 5, 6], params), 12) == got  # seeded: repeatable
 
 
 @pytest.mark.parametrize("kw", [dict(temperature=-1), dict(temperature=float("nan")), dict(top_p=0), dict(top_p=1.5),
-                                dict(top_k=-1), dict(top_k=1.5), dict(seed=-3)])
+                                dict(top_k=-1), dict(top_k=1.5), dict(seed=-3), dict(temperature=True)])
 def test_bad_params(kw):
     with pytest.raises(ValueError, match=r"^\[sampling\]"):
         SamplingParams(**kw)
 
 
-def test_bad_logits():
-    with pytest.raises(ValueError, match=r"\[sampling\]"):
-        Sampler(SamplingParams(temperature=1.0)).sample(np.array([1.0, np.nan]))
-    with pytest.raises(ValueError, match=r"\[sampling\]"):
-        Sampler().sample(np.array([]))
+@pytest.mark.parametrize("logits, message", [
+    (np.array([1.0, np.nan], np.float32), "NaN"),
+    (np.array([], np.float32), "empty"),
+    (np.full(8, -np.inf, np.float32), "all -inf"),
+    (np.zeros(4, np.float64), "logits"),
+    (np.zeros((2, 4), np.float32), "logits"),
+])
+def test_bad_logits(logits, message):
+    for temperature in (0.0, 1.0):
+        with pytest.raises(ValueError, match=rf"^\[sample\].*{message}"):
+            speculative.sample(logits, temperature=temperature, rng=speculative.Rng(0))
 
 
-def _full_sort_distribution(x, temperature, top_k, top_p):
-    """The definition, by a full sort of the vocabulary (what distribution() must equal)."""
-    order = np.lexsort((np.arange(x.size), -x))
-    if top_k:
-        order = order[:top_k]
-    z = x[order] / temperature
-    probs = np.exp(z - z[0])
-    probs /= probs.sum()
-    if top_p < 1.0:
-        keep = int(np.searchsorted(np.cumsum(probs), top_p)) + 1
-        order, probs = order[:keep], probs[:keep] / probs[:keep].sum()
-    return order, probs
+def test_speculative_first_token_is_plain_decodings_draw():
+    """One rng per generation, seeded once: the prefill's token is the same draw in both modes."""
+    from eyas.speculative import Eagle3Proposer, SpeculativeGenerator, TreePolicy
+    from tests.parity.cases_speculative import build, random_checkpoint
+    from tests.test_speculative_greedy import AUX, make_target
 
-
-@pytest.mark.parametrize("top_k,top_p", [(0, 0.9), (0, 0.5), (0, 0.999), (40, 1.0), (40, 0.8), (0, 1.0)])
-def test_distribution_equals_the_full_sort_definition(top_k, top_p):
-    rng = np.random.default_rng(top_k + int(top_p * 1000))
-    for i in range(6):
-        x = rng.standard_normal(5000) * (1 + 3 * i)  # flat to peaked
-        x[rng.integers(0, 5000, 200)] = x.max()  # many ties at the top
-        want_ids, want_p = _full_sort_distribution(x, 0.7, top_k, top_p)
-        ids, p = Sampler(SamplingParams(temperature=0.7, top_k=top_k, top_p=top_p)).distribution(x)
-        assert np.array_equal(ids, want_ids)
-        np.testing.assert_allclose(p, want_p, rtol=1e-9, atol=1e-15)
-
-
-def test_all_minus_inf_logits_are_an_error():
-    with pytest.raises(ValueError, match=r"^\[sampling\]"):
-        Sampler(SamplingParams(temperature=1.0, seed=0)).sample(np.full(8, -np.inf))
+    spec, core = make_target()
+    drafter = build(spec, core, *random_checkpoint(1, spec, draft_vocab=48))
+    target = _core.Transformer(spec, core, max_context=64, aux_layers=AUX)
+    for seed in range(8):
+        params = SamplingParams(temperature=3.0, seed=seed)
+        plain = next(plain_steps(target, [4, 5, 6], params))
+        gen = SpeculativeGenerator(target, Eagle3Proposer(drafter), TreePolicy.chain(2)).steps([4, 5, 6], params)
+        assert next(gen) == plain
+        gen.close()

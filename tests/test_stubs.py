@@ -19,11 +19,11 @@ def _installed():
 
 def test_marker_and_submodule_stubs_exist():
     assert (PKG / "py.typed").exists()
-    for name in ("ops", "spec"):
+    for name in ("ops", "speculative"):
         assert (STUBS / f"{name}.pyi").exists(), name
 
 
-@pytest.mark.parametrize("module", ["ops", "spec"])
+@pytest.mark.parametrize("module", ["ops", "speculative"])
 def test_every_public_function_is_stubbed(module):
     text = (STUBS / f"{module}.pyi").read_text()
     public = [n for n in dir(getattr(_core, module)) if not n.startswith("_") and callable(getattr(getattr(_core, module), n))]

@@ -8,7 +8,7 @@ torch = pytest.importorskip("torch", reason="drafter training needs torch (pip i
 from eyas import _core  # noqa: E402
 from tests.test_train import _drafter, data, target, tiny_gguf  # noqa: E402,F401  (fixtures)
 
-pytestmark = pytest.mark.skipif(not hasattr(_core, "spec") or not hasattr(_core.spec, "Eagle3Drafter"),
+pytestmark = pytest.mark.skipif(not hasattr(_core, "speculative") or not hasattr(_core.speculative, "Eagle3Drafter"),
                                 reason="this build has no C++ EAGLE-3 drafter")
 
 
@@ -29,7 +29,7 @@ def test_exported_drafter_matches_core(tmp_path, tiny_gguf, target, data):  # no
         _, aux = target(ids[None])
         want = d.ttt(aux, ids[None], 1)[0][0]  # [T, Vd] step-0 logits
     T = ids.shape[0]
-    rt = _core.spec.Eagle3Drafter(core_d.spec, core_d.weights, core_d.d2t, max_context=64)
+    rt = _core.speculative.Eagle3Drafter(core_d.spec, core_d.weights, core_d.d2t, max_context=64)
     for t in (T // 2, T - 1):  # ingest in two chunks: the C++ KV cache must continue correctly
         start = rt.length
         rt.ingest(aux[0, start:t].numpy().astype(np.float32), ids[start + 1:t + 1].numpy().astype(np.int32))

@@ -5,7 +5,7 @@ import pytest
 
 from eyas import _core
 
-spec = _core.spec
+speculative = _core.speculative
 
 
 def logp_rows(*probs):
@@ -14,7 +14,7 @@ def logp_rows(*probs):
 
 def test_hand_worked_tree():
     # Vd = 4, draft index i -> target id 10 + i; top_k 2, depth 3, tree of 6 incl. root.
-    b = spec.TreeBuilder(2, 3, 6, 4, d2t=np.arange(10, 14, dtype=np.int32))
+    b = speculative.TreeBuilder(2, 3, 6, 4, d2t=np.arange(10, 14, dtype=np.int32))
     b.start(99, logp_rows([0.5, 0.3, 0.15, 0.05])[0])
     assert b.level == 1 and b.wants_level
     assert b.frontier_tokens.tolist() == [10, 11]
@@ -47,7 +47,7 @@ def test_hand_worked_tree():
 
 
 def test_ties_prefer_lower_index():
-    b = spec.TreeBuilder(2, 2, 4, 5)
+    b = speculative.TreeBuilder(2, 2, 4, 5)
     b.start(0, np.zeros(5, np.float32))
     assert b.frontier_tokens.tolist() == [0, 1]
     # Both frontier nodes' best children tie on score: frontier keeps the lower candidate index.
@@ -60,7 +60,7 @@ def test_ties_prefer_lower_index():
 
 
 def test_chain_mode():
-    b = spec.TreeBuilder(1, 4, 32, 6)
+    b = speculative.TreeBuilder(1, 4, 32, 6)
     b.start(5, np.array([0, 0, 3, 0, 0, 0], np.float32))
     for tok in (4, 1, 0):
         row = np.zeros((1, 6), np.float32)
@@ -115,7 +115,7 @@ def test_matches_reference(top_k, depth, total):
 
     d2t = np.sort(rng.choice(100, V, replace=False)).astype(np.int32)
     root_logits = rng.standard_normal(V).astype(np.float32)
-    b = spec.TreeBuilder(top_k, depth, total, V, d2t=d2t)
+    b = speculative.TreeBuilder(top_k, depth, total, V, d2t=d2t)
     b.start(7, root_logits)
     while b.wants_level:
         b.extend(level_logits(b.level, b.frontier_tokens.tolist()))
@@ -139,13 +139,13 @@ def test_matches_reference(top_k, depth, total):
 ])
 def test_bad_policy(kw, msg):
     with pytest.raises(ValueError, match=rf"\[expand_tree\].*{msg}"):
-        spec.TreeBuilder(**kw)
+        speculative.TreeBuilder(**kw)
 
 
 def test_bad_inputs():
     with pytest.raises(ValueError, match=r"\[expand_tree\].*d2t"):
-        spec.TreeBuilder(2, 2, 4, 5, d2t=np.arange(4, dtype=np.int32))
-    b = spec.TreeBuilder(2, 2, 4, 5)
+        speculative.TreeBuilder(2, 2, 4, 5, d2t=np.arange(4, dtype=np.int32))
+    b = speculative.TreeBuilder(2, 2, 4, 5)
     with pytest.raises(ValueError, match=r"\[expand_tree\]"):
         b.start(0, np.zeros(4, np.float32))
     b.start(0, np.zeros(5, np.float32))

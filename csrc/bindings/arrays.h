@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "bindings/convert.h"
-#include "spec/tree.h"
+#include "speculative/tree.h"
 
 namespace eyas::bind {
 
@@ -67,7 +67,7 @@ inline Tensor parse_weight(const char* kOp, const std::string& name, nb::handle 
 }
 
 // A draft tree as numpy arrays: tokens, parents, depths, scores [N] and the visibility mask [N, N].
-inline nb::dict tree_dict(const spec::DraftTree& t) {
+inline nb::dict tree_dict(const speculative::DraftTree& t) {
   nb::dict d;
   const size_t n = size_t(t.size());
   d["tokens"] = vec_to_numpy(t.tokens);

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
-
-from eyas.generation import Generation, GenerationResult, plain_steps
+from eyas import generation
+from eyas.generation import Generation, GenerationResult
 from eyas.loaders import LoadedModel, load_model
-from eyas.sampling import Sampler, SamplingParams
+from eyas.sampling import SamplingParams
 
 DEFAULT_MAX_CONTEXT = 4096
 
@@ -33,27 +32,40 @@ def make_transformer(spec: dict, weights: dict, *, max_context: int, aux_layers:
     return _core.Transformer(spec, weights, max_context=max_context, aux_layers=aux_layers, kv_dtype=kv_dtype)
 
 
-def _load_drafter(drafter, loaded: LoadedModel):
-    """None for plain decoding; otherwise the speculative engine's drafter (imported lazily)."""
-    if drafter is None or (isinstance(drafter, str) and drafter.lower() == "none"):
+DEFAULT_DRAFTER_FAMILY = "eagle3"
+
+
+def drafter_families() -> list[str]:
+    """Accepted `drafter_family` values (the registered proposer families, then "none")."""
+    try:
+        from eyas.speculative import families
+    except ImportError:  # no speculative engine in this build: plain decoding only
+        return ["none"]
+    return families()
+
+
+def _make_proposer(family: str, drafter, loaded: LoadedModel):
+    """None for plain decoding; otherwise the speculative engine's proposer (imported lazily).
+    family: already checked against `drafter_families()`."""
+    if family == "none" or drafter is None or (isinstance(drafter, str) and drafter.lower() == "none"):
         return None
     try:
-        from eyas.spec import load_drafter
+        from eyas.speculative import make_proposer
     except ImportError:
         if drafter == "default":
             return None  # no speculative engine in this build: plain decoding
-        raise ValueError(f"[load] drafter {drafter!r} needs the speculative engine (eyas.spec), "
+        raise ValueError(f"[load] drafter {drafter!r} needs the speculative engine (eyas.speculative), "
                          "which this build does not have; use drafter='none'") from None
-    return load_drafter(drafter, loaded)
+    return make_proposer(family, drafter, loaded)
 
 
 class Model:
-    """A loaded target model (and optional drafter) ready to generate."""
+    """A loaded target model (and optional proposer: the drafter) ready to generate."""
 
-    def __init__(self, loaded: LoadedModel, transformer, drafter, max_context: int):
+    def __init__(self, loaded: LoadedModel, transformer, proposer, max_context: int):
         self.loaded = loaded
         self.transformer = transformer
-        self.drafter = drafter
+        self.proposer = proposer  # an eyas.speculative.Proposer, or None for plain decoding
         self.max_context = max_context
 
     @property
@@ -91,35 +103,31 @@ class Model:
             stop = [stop]
         if stop is not None and not all(isinstance(s, str) for s in stop):
             raise ValueError("[generate] stop must be a str or a list of str")
-        sampler = Sampler(SamplingParams(temperature=temperature, top_p=top_p, top_k=top_k, seed=seed))
-        ids = self.encode_prompt(prompt, chat=chat)
-        if not ids:
-            raise ValueError("[generate] the prompt is empty")
+        sampling = SamplingParams(temperature=temperature, top_p=top_p, top_k=top_k, seed=seed)
+        ids = self.encode_prompt(prompt, chat=chat)  # stream() rejects an empty one
         if len(ids) + max_tokens > self.max_context:
             raise ValueError(f"[generate] prompt ({len(ids)} tokens) + max_tokens ({max_tokens}) exceeds "
                              f"max_context ({self.max_context}); shorten the prompt, lower max_tokens or "
                              "load with a larger max_context")
-        if self.drafter is None:
-            steps, extra = plain_steps(self.transformer, ids, sampler), None
-        else:
-            from eyas.spec import SpeculativeGenerator, TreePolicy
-
-            policy = TreePolicy.parse(tree) if isinstance(tree, str) else tree
-            gen = SpeculativeGenerator(self.transformer, self.drafter, policy)
-            steps, extra = gen.steps(ids, sampler), gen.metrics
-        g = Generation(steps, self.tokenizer, num_prompt_tokens=len(ids), max_tokens=max_tokens, stop=stop,
-                       extra_metrics=extra)
+        steps = generation.stream(self.transformer, ids, sampling, proposer=self.proposer, policy=tree)
+        g = Generation(steps, self.tokenizer, num_prompt_tokens=len(ids), max_tokens=max_tokens, stop=stop)
         return g if stream else g.consume()
 
 
-def load(model: str | Path | None = None, *, drafter="default", threads: int | None = None,
-         max_context: int = DEFAULT_MAX_CONTEXT, kv_dtype: str = DEFAULT_KV_DTYPE) -> Model:
+def load(model: str | Path | None = None, *, drafter="default", drafter_family: str = DEFAULT_DRAFTER_FAMILY,
+         threads: int | None = None, max_context: int = DEFAULT_MAX_CONTEXT, kv_dtype: str = DEFAULT_KV_DTYPE) -> Model:
     """Load a GGUF file or HF folder (default: the bundled SmolLM2-135M-Instruct Q4_1).
+
+    drafter: a drafter checkpoint folder, "default" (the bundled drafter that fits the model; plain
+    decoding if none does) or "none". drafter_family: which proposer family reads it ("eagle3"), or
+    "none" for plain decoding (`drafter_families()` lists the choices).
 
     kv_dtype: "f16" (default, as llama.cpp) or "f32": the precision of the KV cache. F16 reads half
     the bytes per token of context (decode 10-30% faster at a few hundred tokens of context on the
     reference CPU); on the default model its top-1 agreement with a float32 reference equals the F32
     cache's (docs/kv_cache.md). Greedy speculative output stays identical to plain output with either."""
+    if drafter_family not in drafter_families():
+        fail(f"unknown drafter_family {drafter_family!r}; choose one of {', '.join(drafter_families())}")
     if kv_dtype not in KV_DTYPES:
         fail(f"kv_dtype must be one of {KV_DTYPES}, got {kv_dtype!r}")
     if threads is not None:
@@ -135,8 +143,8 @@ def load(model: str | Path | None = None, *, drafter="default", threads: int | N
 
         model = default_model_path()
     loaded = load_model(model)
-    drafter_obj = _load_drafter(drafter, loaded)
-    aux_layers = list(getattr(drafter_obj, "aux_layers", [])) if drafter_obj is not None else []
+    proposer = _make_proposer(drafter_family, drafter, loaded)
+    aux_layers = list(proposer.aux_layers) if proposer is not None else []
     transformer = make_transformer(loaded.spec, loaded.weights, max_context=max_context, aux_layers=aux_layers,
                                    kv_dtype=kv_dtype)
-    return Model(loaded, transformer, drafter_obj, max_context)
+    return Model(loaded, transformer, proposer, max_context)

@@ -1,7 +1,9 @@
-"""Plain generation: prefill, then one decode step per token, streamed as text pieces.
+"""The one generation path: `stream()` turns prompt ids, sampling parameters and (optionally) a
+proposer and tree policy into token lists; `Generation` turns those into text pieces.
 
-A `Generation` consumes any iterator of token-id lists (plain decoding yields one id per step, a
-speculative generator several), so stop handling, detokenization and metrics live in one place.
+`stream` yields one id per step for plain decoding and 1 + accepted drafted ids per speculative
+round; the API, the CLI and the benchmarks all call it, so stop handling, detokenization and
+metrics live in one place (`Generation`).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from typing import Iterable, Iterator
 
 import numpy as np
 
-from eyas.sampling import Sampler
+from eyas.sampling import SamplingParams
 from eyas.tokenizer import IncrementalDecoder, Tokenizer
 
 
@@ -28,15 +30,18 @@ class GenerationResult:
     metrics: dict
 
 
-def plain_steps(model, prompt_ids: list[int], sampler: Sampler, *, prefill_chunk: int = 512) -> Iterator[list[int]]:
+def plain_steps(model, prompt_ids: list[int], sampling: SamplingParams, *,
+                prefill_chunk: int = 512) -> Iterator[list[int]]:
     """Yields [token] forever: prefill the prompt, then decode one token per step.
 
     model: the `_core.Transformer` interface (forward + commit); its cache is reset first.
     Greedy sampling asks forward for logits="argmax": the token comes back without the logits
-    (the same first-maximum rule as the speculative accept), which saves a copy and a numpy scan.
+    (the same first-maximum rule as the speculative accept), which saves a copy and a scan.
+    Otherwise the C++ sampler draws from the last row with one rng for the whole generation.
     """
     model.reset()
-    greedy = sampler.params.greedy
+    greedy = sampling.greedy
+    rng = None if greedy else sampling.make_rng()
     mode = "argmax" if greedy else "last"
     ids = np.asarray(prompt_ids, dtype=np.int32)
     out = None
@@ -47,24 +52,67 @@ def plain_steps(model, prompt_ids: list[int], sampler: Sampler, *, prefill_chunk
         model.commit(np.arange(len(chunk), dtype=np.int32))
     one, keep = np.zeros(1, dtype=np.int32), np.zeros(1, dtype=np.int32)
     while True:
-        token = out["argmax"] if greedy else sampler.sample(out["logits"][-1])
+        token = out["argmax"] if greedy else sampling.sample(out["logits"][-1], rng)
         yield [token]
         one[0] = token
         out = model.forward(one, logits=mode)
         model.commit(keep)
 
 
+class TokenStream:
+    """Iterator of token-id lists, one per step; `metrics()` holds the speculative counters
+    (num_drafts, num_accepted_tokens, ...; empty for plain decoding), complete once it is closed."""
+
+    def __init__(self, steps: Iterator[list[int]], metrics=None):
+        self._steps = steps
+        self._metrics = metrics
+
+    def __iter__(self):
+        return self
+
+    def __next__(self) -> list[int]:
+        return next(self._steps)
+
+    def close(self) -> None:
+        self._steps.close()
+
+    def metrics(self) -> dict:
+        return self._metrics() if self._metrics is not None else {}
+
+
+def stream(target, prompt_ids, sampling: SamplingParams, *, proposer=None, policy=None,
+           prefill_chunk: int = 512) -> TokenStream:
+    """Generate after `prompt_ids` until the caller stops iterating.
+
+    target: the `_core.Transformer` interface (its cache is reset first; built with the proposer's
+    aux_layers when there is one). proposer: an `eyas.speculative.Proposer`, or None for plain
+    decoding. policy: the draft-tree policy, a `TreePolicy` or its string form ("4,5,16",
+    "chain:3", "auto:3"); None = the proposer's recommendation, else "auto". Plain decoding ignores it.
+    """
+    if not isinstance(sampling, SamplingParams):
+        fail(f"sampling must be a SamplingParams, got {type(sampling).__name__}")
+    if len(prompt_ids) == 0:
+        fail("the prompt is empty")
+    if proposer is None:
+        return TokenStream(plain_steps(target, prompt_ids, sampling, prefill_chunk=prefill_chunk))
+    from eyas.speculative import SpeculativeGenerator
+
+    gen = SpeculativeGenerator(target, proposer, policy, prefill_chunk=prefill_chunk)
+    return TokenStream(gen.steps(prompt_ids, sampling), gen.metrics)
+
+
 class Generation:
-    """Iterate for text pieces as they are generated; `.result` holds the whole outcome at the end."""
+    """Iterate for text pieces as they are generated; `.result` holds the whole outcome at the end.
+
+    steps: a `TokenStream` (its metrics() join the result's at the end) or any iterator of token lists."""
 
     def __init__(self, steps: Iterable[list[int]], tokenizer: Tokenizer, *, num_prompt_tokens: int,
-                 max_tokens: int, stop: list[str] | None = None, extra_metrics=None):
+                 max_tokens: int, stop: list[str] | None = None):
         self._steps = iter(steps)
         self._tok = tokenizer
         self._num_prompt = num_prompt_tokens
         self._max = max_tokens
         self._stop = [s for s in (stop or []) if s]
-        self._extra = extra_metrics  # callable -> dict (e.g. speculative counters), read at the end
         self.result: GenerationResult | None = None
         self._iter = self._run()
 
@@ -137,6 +185,6 @@ class Generation:
             "decode_s": decode_s,
             "num_steps": steps,
         }
-        if self._extra is not None:
-            metrics.update(self._extra())
+        if isinstance(self._steps, TokenStream):
+            metrics.update(self._steps.metrics())
         self.result = GenerationResult(text, tokens, reason, metrics)

@@ -7,6 +7,7 @@ import json
 import sys
 
 from eyas.api import DEFAULT_KV_DTYPE, DEFAULT_MAX_CONTEXT, KV_DTYPES
+from eyas.commands.options import add_drafter_options
 
 
 def register(subparsers) -> None:
@@ -25,9 +26,7 @@ def register(subparsers) -> None:
     p.add_argument("--kv-dtype", choices=KV_DTYPES, default=DEFAULT_KV_DTYPE,
                    help="KV cache precision: f16 (default, as llama.cpp: half the bytes per token of context) "
                         "or f32")
-    p.add_argument("--drafter", default="default",
-                   help="EAGLE-3 drafter folder, 'default' (the bundled drafter that fits the model; plain "
-                        "decoding if none does) or 'none' (plain decoding)")
+    add_drafter_options(p)
     p.add_argument("--tree", default=None,
                    help="draft tree 'TOP_K,DEPTH,TOTAL', 'chain:DEPTH' or 'auto[:MAX_DEPTH]' (default: the drafter's "
                         "recommendation, else auto: a chain of 0-3 tokens per round, as deep as pays)")
@@ -39,8 +38,8 @@ def register(subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     import eyas
 
-    model = eyas.load(args.model, drafter=args.drafter, threads=args.threads, max_context=args.max_context,
-                      kv_dtype=args.kv_dtype)
+    model = eyas.load(args.model, drafter=args.drafter, drafter_family=args.drafter_family, threads=args.threads,
+                      max_context=args.max_context, kv_dtype=args.kv_dtype)
     gen = model.generate(args.prompt, chat=args.chat, max_tokens=args.max_tokens, temperature=args.temperature,
                          top_p=args.top_p, top_k=args.top_k, seed=args.seed, stop=args.stop, stream=True,
                          tree=args.tree)

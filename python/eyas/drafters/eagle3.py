@@ -176,7 +176,9 @@ class Drafter:
     # speculative loop compute target logits only for the tree nodes the accept walk visits.
     target_head: tuple | None = None
     target_layers: int = 0  # the target's num_layers
-    policy: object = None  # recommended TreePolicy from config.json "eyas": {"tree_policy": [k, d, t]}
+    # Recommended tree shape (top_k, depth, total_tokens) from config.json "eyas": {"tree_policy": [k, d, t]};
+    # eyas.speculative turns it into a TreePolicy (and checks its ranges).
+    tree_policy: tuple | None = None
     # Lazy target logits (needs target_head): pays off only when a batched lm_head is expensive;
     # with the CPU's batched matmul paths computing every node's logits in verify is as fast.
     lazy_logits: bool = False
@@ -194,7 +196,7 @@ class Drafter:
         if capacity not in self._runtimes:
             from eyas import _core
 
-            self._runtimes[capacity] = _core.spec.Eagle3Drafter(self.spec, self.weights, self.d2t,
+            self._runtimes[capacity] = _core.speculative.Eagle3Drafter(self.spec, self.weights, self.d2t,
                                                                 max_context=capacity)
         return self._runtimes[capacity]
 
@@ -281,15 +283,10 @@ def build_drafter(config: dict, tensors: dict[str, Tensor], target_spec: dict, t
     if "output_norm" in target_weights and out_w is not None and target_weights["output_norm"][1] == 0:
         head = (np.ascontiguousarray(target_weights["output_norm"][0], dtype=np.float32), out_w,
                 float(target_spec["rms_eps"]))
-    policy = None
     tree = (config.get("eyas") or {}).get("tree_policy") if isinstance(config.get("eyas"), dict) else None
-    if tree is not None:
-        from eyas.spec.policy import TreePolicy
-
-        if not (isinstance(tree, list) and len(tree) == 3):
-            fail(f'config.json "eyas.tree_policy" must be [top_k, depth, total_tokens], got {tree!r}')
-        policy = TreePolicy(*tree)
-    return Drafter(path, cfg, spec, weights, d2t, list(aux), shares, head, L, policy)
+    if tree is not None and not (isinstance(tree, list) and len(tree) == 3):
+        fail(f'config.json "eyas.tree_policy" must be [top_k, depth, total_tokens], got {tree!r}')
+    return Drafter(path, cfg, spec, weights, d2t, list(aux), shares, head, L, tuple(tree) if tree else None)
 
 
 def load_eagle3(folder: str | Path, target_spec: dict, target_weights: dict, weight_type: str = "q8_0") -> Drafter:

@@ -6,7 +6,7 @@ import dataclasses
 
 
 @dataclasses.dataclass
-class SpecMetrics:
+class SpeculativeMetrics:
     num_drafts: int = 0  # verified rounds
     num_draft_tokens: int = 0  # drafted nodes sent to the target (root excluded)
     num_accepted_tokens: int = 0  # drafted tokens the target accepted (bonus excluded)

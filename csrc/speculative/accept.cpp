@@ -1,10 +1,10 @@
-#include "spec/accept.h"
+#include "speculative/accept.h"
 
 #include <string>
 
 #include "core/tensor.h"
 
-namespace eyas::spec {
+namespace eyas::speculative {
 
 void check_tree(const char* op, const int32_t* tokens, const int32_t* parents, int32_t n, int64_t vocab) {
   if (n < 1) fail(op, "tree must have at least the root node");
@@ -78,4 +78,4 @@ AcceptResult accept_tree(const RowLogits& row_logits, int64_t vocab, const int32
   }
 }
 
-}  // namespace eyas::spec
+}  // namespace eyas::speculative

@@ -1,4 +1,4 @@
-#include "spec/tree.h"
+#include "speculative/tree.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,7 +7,7 @@
 
 #include "core/tensor.h"
 
-namespace eyas::spec {
+namespace eyas::speculative {
 
 void check_policy(const char* op, const TreePolicy& p, int64_t draft_vocab) {
   if (p.top_k < 1) fail(op, "top_k must be >= 1, got " + std::to_string(p.top_k));
@@ -152,4 +152,4 @@ DraftTree TreeBuilder::finish() const {
   return t;
 }
 
-}  // namespace eyas::spec
+}  // namespace eyas::speculative

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace eyas::spec {
+namespace eyas::speculative {
 
 struct TreePolicy {
   int32_t top_k = 8;          // children per expanded node and frontier width
@@ -74,4 +74,4 @@ class TreeBuilder {
 // Every logp is <= 0 (so path scores never grow along a path).
 void topk_log_softmax(const float* logits, int64_t n, int32_t k, float* logp, int32_t* idx);
 
-}  // namespace eyas::spec
+}  // namespace eyas::speculative

@@ -33,7 +33,7 @@ class DepthChooser:
 
     def __init__(self, max_depth: int, cost=None):
         if not isinstance(max_depth, int) or max_depth < 1:
-            raise ValueError(f"[spec] max_depth must be an integer >= 1, got {max_depth!r}")
+            raise ValueError(f"[speculative] max_depth must be an integer >= 1, got {max_depth!r}")
         self.max_depth = max_depth
         self.fixed = cost is not None
         # c(d): seconds per round at depth d as measured, or the fixed model's relative costs
@@ -88,7 +88,7 @@ class DepthChooser:
     def observe(self, depth: int, accepted: int, seconds: float) -> None:
         """depth: tokens drafted this round; accepted: how many of them the target accepted."""
         if not 0 <= depth <= self.max_depth or not 0 <= accepted <= depth:
-            raise ValueError(f"[spec] observe: depth {depth}, accepted {accepted} out of range")
+            raise ValueError(f"[speculative] observe: depth {depth}, accepted {accepted} out of range")
         # The first round also ingests the whole prompt into the drafter: its time says nothing of later rounds.
         if self.rounds > 1 and not self.fixed:
             c = self.cost[depth]

@@ -10,9 +10,9 @@
 
 #include "core/device.h"
 #include "core/encoder.h"
-#include "spec/tree.h"
+#include "speculative/tree.h"
 
-namespace eyas::spec {
+namespace eyas::speculative {
 
 struct DrafterSpec {
   int hidden_size = 0, target_hidden_size = 0, num_aux = 3;
@@ -69,4 +69,4 @@ class Eagle3Drafter {
   std::mutex mutex_;  // calls run without the GIL; one at a time
 };
 
-}  // namespace eyas::spec
+}  // namespace eyas::speculative

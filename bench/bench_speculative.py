@@ -1,6 +1,6 @@
 """End-to-end benchmark: plain vs speculative decoding on bench/prompts/*.jsonl (same as `eyas bench`).
 
-    python bench/bench_spec.py --prompts bench/prompts/chat.jsonl --drafter default --max-tokens 128
+    python bench/bench_speculative.py --prompts bench/prompts/chat.jsonl --drafter default --max-tokens 128
 """
 
 import sys

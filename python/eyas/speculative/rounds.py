@@ -1,6 +1,7 @@
 """One speculative round as four small steps: propose -> verify -> accept -> commit (DESIGN §4).
 
-Each is a thin call into C++; the data handed between them is a `DraftTree` and an `Accepted`.
+Propose is the `Proposer`'s (eyas.speculative.proposer); the other three are thin calls into C++
+here. The data handed between them is a `DraftTree` and an `Accepted`.
 """
 
 from __future__ import annotations
@@ -8,8 +9,6 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
-
-from eyas.spec.policy import TreePolicy
 
 
 @dataclasses.dataclass
@@ -37,13 +36,6 @@ class Accepted:
     tokens: np.ndarray  # int32[m] accepted drafted tokens, then the bonus token
 
 
-def propose(drafter, aux: np.ndarray, next_tokens: np.ndarray, policy: TreePolicy) -> DraftTree:
-    """Drafter ingests the newly committed (feature, next token) pairs, then expands a tree rooted
-    at the last of those tokens. aux: float32[m, A*H]; next_tokens: int32[m]."""
-    t = drafter.propose(aux, next_tokens, policy.top_k, policy.depth, policy.total_tokens)
-    return DraftTree(t["tokens"], t["parents"], t["depths"], t["mask"])
-
-
 def split_aux(aux: np.ndarray, n_features: int, lazy: bool) -> tuple[np.ndarray, np.ndarray | None]:
     """Captured aux F32[N, A*H] -> (drafter features F32[N, n_features*H], final hidden F32[N, H] or None)."""
     if not lazy:
@@ -61,17 +53,17 @@ def verify(target, tree: DraftTree, n_features: int, lazy: bool) -> Verified:
     return Verified(features, out.get("logits"), hidden)
 
 
-def accept(verified: Verified, tree: DraftTree, params, rng, head=None) -> Accepted:
-    """Greedy longest-path walk, or lossless tree sampling with the target's sampling params.
-    head: the drafter's target_head (output norm, output weight, eps) in lazy mode."""
+def accept(verified: Verified, tree: DraftTree, sampling, rng, head=None) -> Accepted:
+    """Greedy longest-path walk, or lossless tree sampling with the target's `SamplingParams`.
+    head: the proposer's target_head (output norm, output weight, eps) in lazy mode."""
     from eyas import _core
 
-    kw = dict(temperature=float(params.temperature), top_k=int(params.top_k), top_p=float(params.top_p), rng=rng)
+    kw = dict(sampling.filters(), rng=rng)
     if verified.hidden is not None:
         norm, out_w, eps = head
-        r = _core.spec.accept_hidden(verified.hidden, norm, out_w, eps, tree.tokens, tree.parents, **kw)
+        r = _core.speculative.accept_hidden(verified.hidden, norm, out_w, eps, tree.tokens, tree.parents, **kw)
     else:
-        r = _core.spec.accept(verified.logits, tree.tokens, tree.parents, **kw)
+        r = _core.speculative.accept(verified.logits, tree.tokens, tree.parents, **kw)
     return Accepted(r["path"], r["tokens"])
 
 

@@ -6,10 +6,10 @@ import pytest
 
 from eyas import _core
 from eyas.generation import plain_steps
-from eyas.sampling import Sampler
-from eyas.spec import SpeculativeGenerator, TreePolicy
-from tests.parity.cases_spec import build, random_checkpoint
-from tests.test_spec_greedy import AUX, check_equal, make_target, take
+from eyas.sampling import SamplingParams
+from eyas.speculative import Eagle3Proposer, SpeculativeGenerator, TreePolicy
+from tests.parity.cases_speculative import build, random_checkpoint
+from tests.test_speculative_greedy import AUX, check_equal, make_target, take
 
 torch = pytest.importorskip("torch")
 
@@ -21,7 +21,7 @@ def greedy_data(spec, core, n_seqs=32, prompt_len=3, gen_len=24, seed=0):
     ids, aux = [], []
     for _ in range(n_seqs):
         prompt = rng.integers(0, spec["vocab_size"], prompt_len).tolist()
-        seq = prompt + take(plain_steps(t, prompt, Sampler()), gen_len)
+        seq = prompt + take(plain_steps(t, prompt, SamplingParams()), gen_len)
         t.reset()
         out = t.forward(np.array(seq, np.int32), logits="none", capture_aux=True)
         ids.append(seq)
@@ -116,7 +116,7 @@ def test_fitted_drafter_high_acceptance_and_exact():
     prompts = [rng.integers(0, 64, n).tolist() for n in (2, 5, 11)]
     check_equal(spec, core, drafter, prompts, [TreePolicy.chain(4), TreePolicy(4, 5, 16)], 48)
     target = _core.Transformer(spec, core, max_context=256, aux_layers=AUX)
-    gen = SpeculativeGenerator(target, drafter, TreePolicy(4, 5, 16))
-    take(gen.steps(prompts[0], Sampler()), 96)
+    gen = SpeculativeGenerator(target, Eagle3Proposer(drafter), TreePolicy(4, 5, 16))
+    take(gen.steps(prompts[0], SamplingParams()), 96)
     m = gen.metrics()
     assert m["mean_accepted_length"] > 3.0, m

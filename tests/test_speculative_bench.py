@@ -8,11 +8,11 @@ import pytest
 
 from eyas import _core
 from eyas.commands.bench import _table, bench, read_prompts
-from eyas.generation import Generation, plain_steps
-from eyas.sampling import Sampler
-from eyas.spec import SpeculativeGenerator, TreePolicy
-from tests.parity.cases_spec import build, random_checkpoint
-from tests.test_spec_greedy import make_target
+from eyas.generation import Generation, stream
+from eyas.sampling import SamplingParams
+from eyas.speculative import Eagle3Proposer, TreePolicy
+from tests.parity.cases_speculative import build, random_checkpoint
+from tests.test_speculative_greedy import make_target
 
 
 class FakeTokenizer:
@@ -27,8 +27,8 @@ class FakeModel:
     def __init__(self, eos=()):
         spec, core = make_target()
         cfg, t = random_checkpoint(1, spec, draft_vocab=48)
-        self.drafter = build(spec, core, cfg, t)
-        self.transformer = _core.Transformer(spec, core, max_context=128, aux_layers=self.drafter.aux_layers)
+        self.proposer = Eagle3Proposer(build(spec, core, cfg, t))
+        self.transformer = _core.Transformer(spec, core, max_context=128, aux_layers=self.proposer.aux_layers)
         self.tokenizer = FakeTokenizer(eos)
 
     def encode_prompt(self, prompt, chat=False):
@@ -43,7 +43,7 @@ def test_bench_pairs_runs_and_reports(tmp_path):
     r = bench(FakeModel(), prompts, policy=TreePolicy(3, 3, 8), max_tokens=10, repeats=2)
     assert r["identical"] is True
     assert [row["prompt"] for row in r["rows"]] == [0, 1]
-    assert all(row["plain_tokens"] == row["spec_tokens"] == 2 * 9 for row in r["rows"])
+    assert all(row["plain_tokens"] == row["speculative_tokens"] == 2 * 9 for row in r["rows"])
     assert r["mean_accepted_length"] >= 1.0 and r["speed_ratio"] > 0
     assert r["tree"] == {"top_k": 3, "depth": 3, "total_tokens": 8, "adaptive": False}
     json.dumps(r)
@@ -68,16 +68,15 @@ def test_bench_bad_prompt_files(tmp_path):
     with pytest.raises(ValueError, match=r"\[bench\].*'prompt'"):
         read_prompts(tmp_path / "b.jsonl")
     m = FakeModel()
-    m.drafter = None
+    m.proposer = None
     with pytest.raises(ValueError, match=r"\[bench\].*no drafter"):
         bench(m, [{"prompt": "x", "chat": False}])
 
 
-def run(model, ids, spec, **kw):
-    gen = SpeculativeGenerator(model.transformer, model.drafter, TreePolicy(4, 4, 12))
-    steps = gen.steps(ids, Sampler()) if spec else plain_steps(model.transformer, ids, Sampler())
-    g = Generation(steps, model.tokenizer, num_prompt_tokens=len(ids), extra_metrics=gen.metrics if spec else None,
-                   **kw)
+def run(model, ids, speculative, **kw):
+    proposer = model.proposer if speculative else None
+    steps = stream(model.transformer, ids, SamplingParams(), proposer=proposer, policy=TreePolicy(4, 4, 12))
+    g = Generation(steps, model.tokenizer, num_prompt_tokens=len(ids), **kw)
     pieces = list(g)
     return g.result, pieces
 

@@ -1,14 +1,14 @@
-// _core.spec.Eagle3Drafter: the EAGLE-3 drafter with its own KV cache (csrc/spec/drafter.h).
+// _core.speculative.Eagle3Drafter: the EAGLE-3 drafter with its own KV cache (csrc/speculative/drafter.h).
 #include <nanobind/stl/shared_ptr.h>
 
 #include "bindings/registry.h"
 #include "bindings/arrays.h"
-#include "spec/drafter.h"
+#include "speculative/drafter.h"
 
 namespace nb = nanobind;
 using namespace nb::literals;
 using namespace eyas;
-using spec::Eagle3Drafter;
+using speculative::Eagle3Drafter;
 
 namespace {
 
@@ -22,8 +22,8 @@ T get(nb::dict d, const char* key) {
   return out;
 }
 
-spec::DrafterSpec parse_spec(nb::dict d) {
-  spec::DrafterSpec s;
+speculative::DrafterSpec parse_spec(nb::dict d) {
+  speculative::DrafterSpec s;
   s.hidden_size = get<int>(d, "hidden_size");
   s.target_hidden_size = get<int>(d, "target_hidden_size");
   s.num_aux = get<int>(d, "num_aux");
@@ -48,8 +48,8 @@ spec::DrafterSpec parse_spec(nb::dict d) {
 
 }  // namespace
 
-EYAS_BINDINGS(spec_drafter) {
-  nb::module_ s = m.def_submodule("spec", "Speculative decoding: drafter, tree expansion, accept.");
+EYAS_BINDINGS(speculative_drafter) {
+  nb::module_ s = m.def_submodule("speculative", "Speculative decoding: drafter, tree expansion, accept.");
   nb::class_<Eagle3Drafter>(s, "Eagle3Drafter",
                             "EAGLE-3 drafter: fc over target aux features, one layer, draft-vocab head, own KV cache.")
       .def(
@@ -81,28 +81,15 @@ EYAS_BINDINGS(spec_drafter) {
       .def(
           "expand",
           [](Eagle3Drafter& d, int32_t top_k, int32_t depth, int32_t total_tokens) {
-            spec::DraftTree t;
+            speculative::DraftTree t;
             {
               nb::gil_scoped_release release;
-              t = d.expand(spec::TreePolicy{top_k, depth, total_tokens});
+              t = d.expand(speculative::TreePolicy{top_k, depth, total_tokens});
             }
             return bind::tree_dict(t);
           },
           "top_k"_a, "depth"_a, "total_tokens"_a,
           "Draft tree rooted at the last ingested token: dict(tokens, parents, depths, scores, mask).")
-      .def(
-          "propose",
-          [](Eagle3Drafter& d, bind::Array aux, bind::Array tokens, int32_t top_k, int32_t depth, int32_t total_tokens) {
-            Tensor a = bind::from_numpy(kOp, "aux", aux), t = bind::from_numpy(kOp, "tokens", tokens);
-            spec::DraftTree tree;
-            {
-              nb::gil_scoped_release release;
-              d.ingest(a, t);
-              tree = d.expand(spec::TreePolicy{top_k, depth, total_tokens});
-            }
-            return bind::tree_dict(tree);
-          },
-          "aux"_a, "tokens"_a, "top_k"_a, "depth"_a, "total_tokens"_a, "ingest(aux, tokens) then expand(...).")
       .def("truncate", &Eagle3Drafter::truncate, "n"_a)
       .def("reset", &Eagle3Drafter::reset)
       .def_prop_ro("length", &Eagle3Drafter::length)

@@ -186,7 +186,7 @@ class DrafterRef:
     def expand(self, top_k, depth, total):
         """The tree the C++ drafter should build, driving _core's TreeBuilder with reference logits."""
         Vd = self.s["draft_vocab_size"]
-        b = _core.spec.TreeBuilder(top_k, depth, total, Vd, d2t=None if self.d2t is None else self.d2t)
+        b = _core.speculative.TreeBuilder(top_k, depth, total, Vd, d2t=None if self.d2t is None else self.d2t)
         b.start(self.root, self.root_logits)
         run = self.level_runner()
         rows = np.zeros(top_k, np.int64)
@@ -227,7 +227,7 @@ def _ingest_case(label, T, **kw):
         return {"d": d, "aux": aux, "tokens": tokens}
 
     def run(a):
-        rt = _core.spec.Eagle3Drafter(a["d"].spec, a["d"].weights, a["d"].d2t, max_context=512)
+        rt = _core.speculative.Eagle3Drafter(a["d"].spec, a["d"].weights, a["d"].d2t, max_context=512)
         rt.ingest(a["aux"][: a["aux"].shape[0] // 2], a["tokens"][: a["aux"].shape[0] // 2])  # two calls: KV carries
         rt.ingest(a["aux"][a["aux"].shape[0] // 2:], a["tokens"][a["aux"].shape[0] // 2:])
         return rt.last_hidden, rt.last_logits

@@ -5,10 +5,10 @@
 #include <functional>
 #include <vector>
 
-#include "spec/rng.h"
-#include "spec/sampling.h"
+#include "speculative/rng.h"
+#include "speculative/sampling.h"
 
-namespace eyas::spec {
+namespace eyas::speculative {
 
 struct AcceptResult {
   std::vector<int32_t> path;    // [m] accepted node indices from the root (path[0] = 0)
@@ -31,4 +31,4 @@ using RowLogits = std::function<const float*(int32_t node)>;
 AcceptResult accept_tree(const RowLogits& row_logits, int64_t vocab, const int32_t* tokens, const int32_t* parents,
                          int32_t n, const SamplingParams& params, Rng& rng);
 
-}  // namespace eyas::spec
+}  // namespace eyas::speculative

@@ -5,7 +5,7 @@
 #include <array>
 #include <cstdint>
 
-namespace eyas::spec {
+namespace eyas::speculative {
 
 class Rng {
  public:
@@ -45,4 +45,4 @@ class Rng {
   std::array<uint64_t, 4> s_{};
 };
 
-}  // namespace eyas::spec
+}  // namespace eyas::speculative

@@ -1,4 +1,4 @@
-"""Adaptive chain depth (eyas.spec.adaptive): the chooser's arithmetic and exploration, and the
+"""Adaptive chain depth (eyas.speculative.adaptive): the chooser's arithmetic and exploration, and the
 generator's plain-step rounds (depth 0) keeping greedy output identical to plain decoding."""
 
 import numpy as np
@@ -6,12 +6,12 @@ import pytest
 
 from eyas import _core
 from eyas.generation import plain_steps
-from eyas.sampling import Sampler, SamplingParams
-from eyas.spec import SpeculativeGenerator, TreePolicy
-from eyas.spec import generator as generator_module
-from eyas.spec.adaptive import DepthChooser
-from tests.parity.cases_spec import build, random_checkpoint
-from tests.test_spec_greedy import AUX, LAYERS, make_target, probe_logits, take
+from eyas.sampling import SamplingParams
+from eyas.speculative import Eagle3Proposer, SpeculativeGenerator, TreePolicy
+from eyas.speculative import generator as generator_module
+from eyas.speculative.adaptive import DepthChooser
+from tests.parity.cases_speculative import build, random_checkpoint
+from tests.test_speculative_greedy import AUX, LAYERS, make_target, probe_logits, take
 
 
 def run(chooser, rounds, accepted_of, cost_of):
@@ -69,11 +69,11 @@ def test_the_choice_follows_a_change_of_content():
 
 
 def test_bad_arguments():
-    with pytest.raises(ValueError, match=r"\[spec\]"):
+    with pytest.raises(ValueError, match=r"\[speculative\]"):
         DepthChooser(0)
     c = DepthChooser(2)
     for depth, acc in ((3, 0), (-1, 0), (1, 2)):
-        with pytest.raises(ValueError, match=r"\[spec\] observe"):
+        with pytest.raises(ValueError, match=r"\[speculative\] observe"):
             c.observe(depth, acc, 1.0)
 
 
@@ -81,11 +81,11 @@ def test_policy_parse_auto():
     assert TreePolicy.parse("auto") == TreePolicy.auto() == TreePolicy(1, 3, 4, adaptive=True)
     assert TreePolicy.parse("auto:5") == TreePolicy.auto(5)
     for bad in ("auto:x", "auto:", "auto:1:2"):
-        with pytest.raises(ValueError, match=r"\[spec\] tree policy"):
+        with pytest.raises(ValueError, match=r"\[speculative\] tree policy"):
             TreePolicy.parse(bad)
-    with pytest.raises(ValueError, match=r"\[spec\] depth must be an integer in \[1, 64\], got 0"):
+    with pytest.raises(ValueError, match=r"\[speculative\] depth must be an integer in \[1, 64\], got 0"):
         TreePolicy.parse("auto:0")
-    with pytest.raises(ValueError, match=r"\[spec\].*chain"):
+    with pytest.raises(ValueError, match=r"\[speculative\].*chain"):
         TreePolicy(2, 3, 6, adaptive=True)
 
 
@@ -114,14 +114,14 @@ def test_plain_step_rounds_keep_greedy_output_identical(monkeypatch, lazy, mix):
     drafter.lazy_logits = lazy
     monkeypatch.setattr(generator_module, "DepthChooser", Scripted)
     plain_t = _core.Transformer(spec, core, max_context=256, aux_layers=AUX)
-    spec_t = _core.Transformer(spec, core, max_context=256, aux_layers=drafter.aux_layers)
+    speculative_t = _core.Transformer(spec, core, max_context=256, aux_layers=drafter.aux_layers)
     rng = np.random.default_rng(4)
     for prompt in (rng.integers(0, 64, n).tolist() for n in (1, 9, 30)):
-        want = take(plain_steps(plain_t, prompt, Sampler()), 50)
-        gen = SpeculativeGenerator(spec_t, drafter, TreePolicy.auto(3))
-        got = take(gen.steps(prompt, Sampler()), 50)
+        want = take(plain_steps(plain_t, prompt, SamplingParams()), 50)
+        gen = SpeculativeGenerator(speculative_t, Eagle3Proposer(drafter), TreePolicy.auto(3))
+        got = take(gen.steps(prompt, SamplingParams()), 50)
         assert got == want
-        assert np.array_equal(probe_logits(spec_t, len(prompt) + 49).view(np.uint32),
+        assert np.array_equal(probe_logits(speculative_t, len(prompt) + 49).view(np.uint32),
                               probe_logits(plain_t, len(prompt) + 49).view(np.uint32))
         m = gen.metrics()
         assert m["num_draft_tokens"] < 3 * m["num_drafts"]  # plain steps drafted nothing
@@ -129,8 +129,8 @@ def test_plain_step_rounds_keep_greedy_output_identical(monkeypatch, lazy, mix):
 
 @pytest.mark.parametrize("lazy", [True, False])
 def test_every_committed_pair_reaches_the_drafter_once_in_order(monkeypatch, lazy):
-    """Plain-step rounds skip the drafter; its next propose must ingest every (feature, next token)
-    pair committed since, in order: over a generation, the pairs handed to propose are exactly the
+    """Plain-step rounds skip the proposer; before its next propose it must ingest every (feature, next
+    token) pair committed since, in order: over a generation, the pairs handed to ingest are exactly the
     committed sequence's, with features bit-identical to a plain forward of that sequence."""
     spec, core = make_target()
     cfg, t = random_checkpoint(1, spec, draft_vocab=48)
@@ -138,16 +138,15 @@ def test_every_committed_pair_reaches_the_drafter_once_in_order(monkeypatch, laz
     drafter.lazy_logits = lazy
     monkeypatch.setattr(generator_module, "DepthChooser", Scripted)
     calls = []
-    real_propose = generator_module.propose
 
-    def recording_propose(runtime, aux, tokens, policy):
-        calls.append((aux.copy(), tokens.copy()))
-        return real_propose(runtime, aux, tokens, policy)
+    class Recording(Eagle3Proposer):
+        def ingest(self, features, tokens):
+            calls.append((features.copy(), tokens.copy()))
+            super().ingest(features, tokens)
 
-    monkeypatch.setattr(generator_module, "propose", recording_propose)
     target = _core.Transformer(spec, core, max_context=256, aux_layers=drafter.aux_layers)
     prompt = [5, 17, 2, 40]
-    seq = prompt + take(SpeculativeGenerator(target, drafter, TreePolicy.auto(3)).steps(prompt, Sampler()), 60)
+    seq = prompt + take(SpeculativeGenerator(target, Recording(drafter), TreePolicy.auto(3)).steps(prompt, SamplingParams()), 60)
     aux = np.concatenate([a for a, _ in calls])
     tokens = np.concatenate([tk for _, tk in calls]).tolist()
     assert len(calls) >= 5 and len(tokens) > 40
@@ -166,8 +165,8 @@ def test_sampled_depth_depends_on_the_seed_alone():
     target = _core.Transformer(spec, core, max_context=256, aux_layers=AUX)
     runs, metrics = [], []
     for seed in (11, 11, 12):
-        gen = SpeculativeGenerator(target, drafter, TreePolicy.auto(3))
-        runs.append(take(gen.steps([4, 5, 6], Sampler(SamplingParams(temperature=2.0, seed=seed))), 60))
+        gen = SpeculativeGenerator(target, Eagle3Proposer(drafter), TreePolicy.auto(3))
+        runs.append(take(gen.steps([4, 5, 6], SamplingParams(temperature=2.0, seed=seed)), 60))
         metrics.append(gen.metrics())
     assert runs[0] == runs[1] and runs[0] != runs[2]
     assert metrics[0] == {**metrics[1], "propose_s": metrics[0]["propose_s"], "verify_s": metrics[0]["verify_s"],

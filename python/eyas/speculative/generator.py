@@ -1,7 +1,8 @@
 """SpeculativeGenerator: the speculative counterpart of `eyas.generation.plain_steps`.
 
-`steps(prompt_ids, sampler)` yields the tokens of each round (1 + accepted drafted tokens); stop
+`steps(prompt_ids, sampling)` yields the tokens of each round (1 + accepted drafted tokens); stop
 handling, streaming and detokenization are `eyas.generation.Generation`'s, shared with plain decoding.
+The drafter is any `Proposer`: the rounds never ask which family it is.
 """
 
 from __future__ import annotations
@@ -11,50 +12,58 @@ from typing import Iterator
 
 import numpy as np
 
-from eyas.spec.adaptive import DepthChooser, fixed_cost
-from eyas.spec.metrics import SpecMetrics
-from eyas.spec.policy import TreePolicy
-from eyas.spec.rounds import Accepted, DraftTree, accept, commit, propose, split_aux, verify
+from eyas.speculative.adaptive import DepthChooser, fixed_cost
+from eyas.speculative.metrics import SpeculativeMetrics
+from eyas.speculative.policy import TreePolicy
+from eyas.speculative.proposer import Proposer
+from eyas.speculative.rounds import Accepted, DraftTree, accept, commit, split_aux, verify
+
+
+def choose_policy(policy, proposer: Proposer) -> TreePolicy:
+    """The tree policy a generation runs: `policy` (a TreePolicy or its string form, e.g. "4,5,16"),
+    else the proposer's recommendation, else `TreePolicy.auto()`."""
+    if isinstance(policy, str):
+        policy = TreePolicy.parse(policy)
+    return policy or proposer.policy or TreePolicy.auto()
 
 
 class SpeculativeGenerator:
-    """target: `_core.Transformer` built with the drafter's aux_layers; drafter: `eyas.drafters.Drafter`."""
+    """target: `_core.Transformer` built with the proposer's aux_layers; proposer: any `Proposer`."""
 
-    def __init__(self, target, drafter, policy: TreePolicy | None = None, *, prefill_chunk: int = 512):
+    def __init__(self, target, proposer: Proposer, policy: TreePolicy | str | None = None, *,
+                 prefill_chunk: int = 512):
+        self.policy = choose_policy(policy, proposer)
         aux = list(target.aux_layers)
-        feats = list(drafter.feature_layers)
+        feats = list(proposer.feature_layers)
         # Lazy logits when the target also captures its final state (aux id = num_layers).
-        self.lazy = drafter.target_head is not None and aux == feats + [drafter.target_layers]
+        self.lazy = proposer.target_head is not None and aux == feats + [target.num_layers]
         if aux != feats and not self.lazy:
-            raise ValueError(f"[spec] the target captures aux layers {aux}, the drafter needs {drafter.aux_layers}; "
-                             "build the Transformer with aux_layers=drafter.aux_layers")
+            raise ValueError(f"[speculative] the target captures aux layers {aux}, the proposer needs "
+                             f"{proposer.aux_layers}; build the Transformer with aux_layers=proposer.aux_layers")
         self.target = target
-        self.drafter = drafter
-        self.policy = policy or getattr(drafter, "policy", None) or TreePolicy.auto()
+        self.proposer = proposer
+        self.n_features = len(feats)
         self.prefill_chunk = prefill_chunk
-        self.stats = SpecMetrics()
+        self.stats = SpeculativeMetrics()
 
     def metrics(self) -> dict:
         return self.stats.as_dict()
 
-    def steps(self, prompt_ids, sampler) -> Iterator[list[int]]:
-        from eyas import _core
-
-        target = self.target
-        drafter = self.drafter.runtime(target.capacity)
+    def steps(self, prompt_ids, sampling) -> Iterator[list[int]]:
+        """sampling: `eyas.sampling.SamplingParams`; one rng serves the first token and every round."""
+        target, proposer = self.target, self.proposer
         target.reset()
-        drafter.reset()
-        self.stats = SpecMetrics()
-        params = sampler.params
-        rng = _core.spec.Rng(params.seed if params.seed is not None else int(np.random.SeedSequence().entropy % 2**63))
+        proposer.reset(target.capacity)
+        self.stats = SpeculativeMetrics()
+        rng = sampling.make_rng()
         ids = np.asarray(prompt_ids, dtype=np.int32)
         aux, logits = self._prefill(ids)
-        first = sampler.sample(logits[-1])  # the same draw plain decoding makes
+        first = sampling.sample(logits[-1], rng)  # the same draw plain decoding makes
         yield [first]
         pending_aux, pending_tokens = aux, np.append(ids[1:], np.int32(first)).astype(np.int32)
         # Greedy output never depends on the drafts, so there the depth may follow measured times;
         # under sampling it follows a fixed cost model, so a seed's draws do not depend on the load.
-        greedy = params.temperature <= 0
+        greedy = sampling.greedy
         chooser = None
         if self.policy.adaptive:
             chooser = DepthChooser(self.policy.depth, cost=None if greedy else fixed_cost)
@@ -65,19 +74,19 @@ class SpeculativeGenerator:
                 chooser.observe(last[0], last[1], time.perf_counter() - last[2])
                 last = None
             room = target.capacity - target.length
-            if room < 2:  # no space left for a tree: finish with plain steps (the drafter is done)
+            if room < 2:  # no space left for a tree: finish with plain steps (the proposer is done)
                 root = int(pending_tokens[-1])
                 while True:
                     out = target.forward(np.array([root], np.int32), logits="last")
                     target.commit(np.zeros(1, np.int32))
-                    root = sampler.sample(out["logits"][-1])
+                    root = sampling.sample(out["logits"][-1], rng)
                     yield [root]
             policy = self.policy
             depth = chooser.choose() if chooser else policy.depth
-            if depth == 0:  # a plain step; the drafter ingests its pair with the next propose
+            if depth == 0:  # a plain step; the proposer ingests its pair before the next propose
                 t0 = time.perf_counter()
                 root = int(pending_tokens[-1])
-                features, tokens = self._plain_step(root) if greedy else self._sampled_plain_step(root, params, rng)
+                features, tokens = self._plain_step(root) if greedy else self._sampled_plain_step(root, sampling, rng)
                 self.stats.verify_s += time.perf_counter() - t0
                 self.stats.observe(1, 0)
                 last = (0, 0, t0)
@@ -90,11 +99,12 @@ class SpeculativeGenerator:
             if policy.total_tokens > room:
                 policy = TreePolicy(policy.top_k, policy.depth, room)
             t0 = time.perf_counter()
-            tree = propose(drafter, pending_aux, pending_tokens, policy)
+            proposer.ingest(pending_aux, pending_tokens)
+            tree = proposer.propose(policy)
             t1 = time.perf_counter()
-            verified = verify(target, tree, len(self.drafter.feature_layers), self.lazy)
+            verified = verify(target, tree, self.n_features, self.lazy)
             t2 = time.perf_counter()
-            acc: Accepted = accept(verified, tree, params, rng, self.drafter.target_head)
+            acc: Accepted = accept(verified, tree, sampling, rng, proposer.target_head)
             commit(target, acc)
             t3 = time.perf_counter()
             s = self.stats
@@ -113,16 +123,16 @@ class SpeculativeGenerator:
         also captures the root's drafter features: (features F32[1, F*H], next token int32[1])."""
         out = self.target.forward(np.array([root], np.int32), logits="argmax", capture_aux=True)
         self.target.commit(np.zeros(1, np.int32))
-        features = split_aux(out["aux"], len(self.drafter.feature_layers), self.lazy)[0]
+        features = split_aux(out["aux"], self.n_features, self.lazy)[0]
         return features, np.array([out["argmax"]], np.int32)
 
-    def _sampled_plain_step(self, root: int, params, rng) -> tuple[np.ndarray, np.ndarray]:
+    def _sampled_plain_step(self, root: int, sampling, rng) -> tuple[np.ndarray, np.ndarray]:
         """A round with nothing drafted: the root alone through verify and accept, which draws the
         next token from the target's distribution with the rounds' own rules and rng."""
         tree = DraftTree(np.array([root], np.int32), np.array([-1], np.int32), np.zeros(1, np.int32),
                          np.ones((1, 1), np.uint8))
-        verified = verify(self.target, tree, len(self.drafter.feature_layers), self.lazy)
-        acc = accept(verified, tree, params, rng, self.drafter.target_head)
+        verified = verify(self.target, tree, self.n_features, self.lazy)
+        acc = accept(verified, tree, sampling, rng, self.proposer.target_head)
         commit(self.target, acc)
         return verified.features[acc.path], acc.tokens
 
@@ -133,6 +143,6 @@ class SpeculativeGenerator:
             last = start + self.prefill_chunk >= len(ids)
             out = self.target.forward(chunk, logits="last" if last else "none", capture_aux=True)
             self.target.commit(np.arange(len(chunk), dtype=np.int32))
-            aux_parts.append(split_aux(out["aux"], len(self.drafter.feature_layers), self.lazy)[0])
+            aux_parts.append(split_aux(out["aux"], self.n_features, self.lazy)[0])
             logits = out.get("logits")
         return np.concatenate(aux_parts), logits

@@ -4,9 +4,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "spec/rng.h"
+#include "speculative/rng.h"
 
-namespace eyas::spec {
+namespace eyas::speculative {
 
 struct SamplingParams {
   float temperature = 0.0f;  // <= 0: greedy (argmax)
@@ -21,12 +21,18 @@ void check_sampling(const char* op, const SamplingParams& p);
 int32_t argmax_row(const float* logits, int64_t n);
 
 // probs[n] (double) = softmax(logits / T) restricted to the top_k most likely tokens (ties: lower
-// id first), then to the smallest prefix of them (by probability desc) whose mass reaches top_p;
-// renormalised. Requires temperature > 0.
+// id first), then to the smallest prefix of them (by probability desc) whose mass (under the full
+// softmax, not renormalised over the top_k) reaches top_p; renormalised. Requires temperature > 0.
+// Only the top_k, or the nucleus' candidates, are ranked: no sort of the whole vocabulary.
 void target_probs(const float* logits, int64_t n, const SamplingParams& p, std::vector<double>& probs);
 
 // Draws an index from probs / total (total = sum of probs, passed in so callers can zero entries
 // without renormalising). Scans in index order, so a draw is a pure function of the RNG state.
 int32_t sample_index(const std::vector<double>& probs, double total, Rng& rng);
 
-}  // namespace eyas::spec
+// One token from logits[n]: argmax_row when greedy, else a draw from target_probs. Plain decoding
+// and the first token use it; accept_tree draws from the same distribution with the same rng.
+// probs: scratch, reused across calls.
+int32_t sample_token(const float* logits, int64_t n, const SamplingParams& p, Rng& rng, std::vector<double>& probs);
+
+}  // namespace eyas::speculative

@@ -1,4 +1,4 @@
-#include "spec/drafter.h"
+#include "speculative/drafter.h"
 
 #include <cmath>
 #include <cstring>
@@ -13,7 +13,7 @@
 #include "ops/norm.h"
 #include "ops/rope.h"
 
-namespace eyas::spec {
+namespace eyas::speculative {
 
 namespace {
 
@@ -232,4 +232,4 @@ void Eagle3Drafter::truncate(int n) {
   root_token_ = -1;  // the root's state belongs to the dropped suffix
 }
 
-}  // namespace eyas::spec
+}  // namespace eyas::speculative

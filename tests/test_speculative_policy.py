@@ -2,21 +2,21 @@
 
 import pytest
 
-from eyas.spec import SpecMetrics, TreePolicy
+from eyas.speculative import SpeculativeMetrics, TreePolicy
 
 
 def test_policy_parse_and_chain():
     assert TreePolicy.parse("4,5,16") == TreePolicy(4, 5, 16)
     assert TreePolicy.parse("chain:3") == TreePolicy(1, 3, 4) == TreePolicy.chain(3)
     for bad in ("4,5", "a,b,c", "chain:x", "0,5,16", "4,0,16", "4,5,1", "300,5,16"):
-        with pytest.raises(ValueError, match=r"\[spec\]"):
+        with pytest.raises(ValueError, match=r"\[speculative\]"):
             TreePolicy.parse(bad)
-    with pytest.raises(ValueError, match=r"\[spec\].*top_k"):
+    with pytest.raises(ValueError, match=r"\[speculative\].*top_k"):
         TreePolicy(top_k=True)
 
 
 def test_metrics():
-    m = SpecMetrics()
+    m = SpeculativeMetrics()
     assert m.mean_accepted_length == 0.0
     m.observe(tree_size=16, accepted=3)
     m.observe(tree_size=16, accepted=0)

@@ -11,7 +11,7 @@ pytestmark = pytest.mark.slow
 def model(tmp_path_factory):
     import eyas
     from eyas.models.default import default_model_path
-    from tests.parity.cases_spec import random_checkpoint, write_checkpoint
+    from tests.parity.cases_speculative import random_checkpoint, write_checkpoint
 
     try:
         path = default_model_path()
@@ -27,12 +27,12 @@ def model(tmp_path_factory):
 
 @pytest.mark.parametrize("prompt", ["Write a Python function that reverses a list.", "Name three colors."])
 def test_greedy_identical_on_default_model(model, prompt):
-    drafter = model.drafter
+    proposer = model.proposer
     try:
-        model.drafter = None
+        model.proposer = None
         want = model.generate(prompt, chat=True, max_tokens=24)
     finally:
-        model.drafter = drafter
+        model.proposer = proposer
     got = model.generate(prompt, chat=True, max_tokens=24)  # the default: an adaptive chain
     assert got.tokens == want.tokens and got.text == want.text
     assert got.metrics["num_drafts"] >= 1

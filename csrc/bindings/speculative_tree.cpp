@@ -2,19 +2,21 @@
 #include <nanobind/stl/array.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <string>
 
 #include "bindings/registry.h"
 #include "bindings/arrays.h"
 #include "ops/matmul.h"
 #include "ops/norm.h"
-#include "spec/accept.h"
-#include "spec/tree.h"
+#include "speculative/accept.h"
+#include "speculative/tree.h"
 
 namespace nb = nanobind;
 using namespace nb::literals;
 using namespace eyas;
-using namespace eyas::spec;
+using namespace eyas::speculative;
 
 
 static nb::dict result_dict(AcceptResult r) {
@@ -30,8 +32,8 @@ static SamplingParams sampling(const char* op, float temperature, int32_t top_k,
   return p;
 }
 
-EYAS_BINDINGS(spec_tree) {
-  nb::module_ s = m.def_submodule("spec", "Speculative decoding: drafter, tree expansion, accept.");
+EYAS_BINDINGS(speculative_tree) {
+  nb::module_ s = m.def_submodule("speculative", "Speculative decoding: drafter, tree expansion, accept.");
 
   nb::class_<Rng>(s, "Rng", "Seeded xoshiro256** generator; the same seed gives the same draws everywhere.")
       .def(nb::init<uint64_t>(), "seed"_a = 0)
@@ -59,14 +61,22 @@ EYAS_BINDINGS(spec_tree) {
         const char* op = "sample";
         Tensor t = bind::typed(op, "logits", logits, DType::F32, 1);
         SamplingParams p = sampling(op, temperature, top_k, top_p);
-        if (t.dim(0) < 1) fail(op, "logits must not be empty");
-        if (p.temperature <= 0.0f) return argmax_row(t.data<float>(), t.dim(0));
-        std::vector<double> probs;
-        target_probs(t.data<float>(), t.dim(0), p, probs);
-        return sample_index(probs, 1.0, rng);
+        const float* x = t.data<float>();
+        const int64_t n = t.dim(0);
+        if (n < 1) fail(op, "logits must not be empty");
+        bool any_finite = false;
+        for (int64_t i = 0; i < n; ++i) {
+          if (std::isnan(x[i])) fail(op, "logits contain NaN at index " + std::to_string(i));
+          any_finite |= x[i] > -INFINITY;
+        }
+        if (!any_finite) fail(op, "logits are all -inf: no token can be drawn");
+        thread_local std::vector<double> probs;  // V doubles, reused: plain sampled decoding draws every token
+        nb::gil_scoped_release release;
+        return sample_token(x, n, p, rng, probs);
       },
       "logits"_a, nb::kw_only(), "temperature"_a = 0.0f, "top_k"_a = 0, "top_p"_a = 1.0f, "rng"_a,
-      "One token from logits F32[V] (argmax when temperature == 0), with the same rules as accept().");
+      "One token from logits F32[V] (argmax when temperature == 0; else softmax(logits/T), top-k, then top-p), "
+      "drawn with the rules and rng accept() uses.");
 
   nb::class_<TreeBuilder>(s, "TreeBuilder",
                           "EAGLE-2 best-first tree expansion driven by per-level draft logits.")

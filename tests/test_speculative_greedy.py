@@ -7,9 +7,9 @@ import pytest
 
 from eyas import _core
 from eyas.generation import plain_steps
-from eyas.sampling import Sampler, SamplingParams
-from eyas.spec import SpeculativeGenerator, TreePolicy
-from tests.parity.cases_spec import build, random_checkpoint, tiny_target
+from eyas.sampling import SamplingParams
+from eyas.speculative import Eagle3Proposer, SpeculativeGenerator, TreePolicy
+from tests.parity.cases_speculative import build, random_checkpoint, tiny_target
 
 LAYERS = 8
 AUX = [2, LAYERS // 2, LAYERS - 3]
@@ -45,17 +45,17 @@ def probe_logits(target, length):
 def check_equal(spec, core, drafter, prompts, policies, n_tokens, lazy=True):
     """lazy: the target also captures its final state, so accept computes logits per visited node."""
     plain_t = _core.Transformer(spec, core, max_context=256, aux_layers=AUX)
-    spec_t = _core.Transformer(spec, core, max_context=256, aux_layers=AUX + [LAYERS] if lazy else AUX)
+    speculative_t = _core.Transformer(spec, core, max_context=256, aux_layers=AUX + [LAYERS] if lazy else AUX)
     accepted = 0
     for prompt in prompts:
-        want = take(plain_steps(plain_t, prompt, Sampler()), n_tokens)
+        want = take(plain_steps(plain_t, prompt, SamplingParams()), n_tokens)
         want_probe = probe_logits(plain_t, len(prompt) + n_tokens - 1)
         for policy in policies:
-            gen = SpeculativeGenerator(spec_t, drafter, policy)
+            gen = SpeculativeGenerator(speculative_t, Eagle3Proposer(drafter), policy)
             assert gen.lazy == lazy
-            got = take(gen.steps(prompt, Sampler()), n_tokens)
+            got = take(gen.steps(prompt, SamplingParams()), n_tokens)
             assert got == want, f"policy {policy}: speculative output differs from plain greedy"
-            assert np.array_equal(probe_logits(spec_t, len(prompt) + n_tokens - 1).view(np.uint32),
+            assert np.array_equal(probe_logits(speculative_t, len(prompt) + n_tokens - 1).view(np.uint32),
                                   want_probe.view(np.uint32)), f"policy {policy}: KV rows differ"
             accepted += gen.metrics()["num_accepted_tokens"]
     return accepted
@@ -86,8 +86,8 @@ def test_perfectly_predictable_target_full_acceptance():
     drafter = build(spec, core, cfg, t)
     target = _core.Transformer(spec, core, max_context=256, aux_layers=AUX)
     for policy in (TreePolicy.chain(5), TreePolicy.chain(1), TreePolicy(1, 3, 32)):
-        gen = SpeculativeGenerator(target, drafter, policy)
-        out = take(gen.steps([1, 2, 3], Sampler()), 61)
+        gen = SpeculativeGenerator(target, Eagle3Proposer(drafter), policy)
+        out = take(gen.steps([1, 2, 3], SamplingParams()), 61)
         m = gen.metrics()
         assert out == [0] * 61
         assert m["mean_accepted_length"] == policy.depth + 1
@@ -101,8 +101,8 @@ def test_sampling_is_seeded():
     target = _core.Transformer(spec, core, max_context=256, aux_layers=AUX)
     runs = []
     for seed in (7, 7, 8):
-        sampler = Sampler(SamplingParams(temperature=5.0, top_p=0.95, seed=seed))
-        runs.append(take(SpeculativeGenerator(target, drafter, TreePolicy(3, 3, 8)).steps([4, 5, 6], sampler), 30))
+        sampling = SamplingParams(temperature=5.0, top_p=0.95, seed=seed)
+        runs.append(take(SpeculativeGenerator(target, Eagle3Proposer(drafter), TreePolicy(3, 3, 8)).steps([4, 5, 6], sampling), 30))
     assert runs[0] == runs[1] and runs[0] != runs[2]
 
 
@@ -111,8 +111,8 @@ def test_aux_layer_mismatch_is_an_error():
     cfg, t = random_checkpoint(1, spec)
     drafter = build(spec, core, cfg, t)
     target = _core.Transformer(spec, core, max_context=64, aux_layers=[1, 2, 3])
-    with pytest.raises(ValueError, match=r"\[spec\].*aux layers"):
-        SpeculativeGenerator(target, drafter)
+    with pytest.raises(ValueError, match=r"\[speculative\].*aux layers"):
+        SpeculativeGenerator(target, Eagle3Proposer(drafter))
 
 
 def test_context_end_falls_back_to_plain_steps():
@@ -120,7 +120,7 @@ def test_context_end_falls_back_to_plain_steps():
     cfg, t = random_checkpoint(1, spec, draft_vocab=48)
     drafter = build(spec, core, cfg, t)
     prompt = [1, 2, 3, 4]
-    want = take(plain_steps(_core.Transformer(spec, core, max_context=24, aux_layers=AUX), prompt, Sampler()), 20)
+    want = take(plain_steps(_core.Transformer(spec, core, max_context=24, aux_layers=AUX), prompt, SamplingParams()), 20)
     target = _core.Transformer(spec, core, max_context=24, aux_layers=AUX)
-    got = take(SpeculativeGenerator(target, drafter, TreePolicy(4, 5, 16)).steps(prompt, Sampler()), 20)
+    got = take(SpeculativeGenerator(target, Eagle3Proposer(drafter), TreePolicy(4, 5, 16)).steps(prompt, SamplingParams()), 20)
     assert got == want and target.length == 23  # prompt + 19 fed tokens: the last rounds ran plain steps

@@ -8,7 +8,7 @@ from pathlib import Path
 from eyas.drafters.eagle3 import Drafter, load_eagle3
 
 BUNDLED = Path(__file__).resolve().parent.parent / "drafters" / "bundled"
-log = logging.getLogger("eyas.spec")
+log = logging.getLogger("eyas.speculative")
 
 
 def _fits(folder: Path, target_spec: dict) -> bool:

@@ -6,7 +6,7 @@ import dataclasses
 
 
 def fail(msg: str) -> None:
-    raise ValueError(f"[spec] {msg}")
+    raise ValueError(f"[speculative] {msg}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -15,7 +15,7 @@ class TreePolicy:
     size incl. the root (EAGLE's `total_token`). top_k = 1 gives a chain of `depth` tokens.
 
     adaptive (chains only): each round drafts 0..depth tokens, whichever the recent acceptance and
-    the round costs say pays best (`eyas.spec.adaptive`; costs measured under greedy decoding, a
+    the round costs say pays best (`eyas.speculative.adaptive`; costs measured under greedy decoding, a
     fixed model under sampling). The default is `auto()`, an adaptive chain of up to 3: on the 2-core CPUs
     measured a target forward over N tree nodes costs about 1.2-3.5x a decode step for N = 4-16, and
     a wide tree's drafting more, so width buys less than it costs, and on prompts the drafter

@@ -1,0 +1,167 @@
+#include "speculative/sampling.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <functional>
+
+#include "core/tensor.h"
+
+namespace eyas::speculative {
+
+void check_sampling(const char* op, const SamplingParams& p) {
+  if (!std::isfinite(p.temperature) || p.temperature < 0.0f) fail(op, "temperature must be finite and >= 0");
+  if (!(p.top_p > 0.0f && p.top_p <= 1.0f)) fail(op, "top_p must be in (0, 1]");
+}
+
+int32_t argmax_row(const float* x, int64_t n) {
+  int64_t best = -1;
+  for (int64_t i = 0; i < n; ++i)
+    if (!std::isnan(x[i]) && (best < 0 || x[i] > x[best])) best = i;
+  return int32_t(best < 0 ? 0 : best);
+}
+
+namespace {
+
+// Ranks ids by probability desc, ties by lower id: a strict total order, so the best m ids in
+// this order are exactly the first m of a full stable sort.
+struct RanksBefore {
+  const double* p;
+  bool operator()(int32_t a, int32_t b) const { return p[a] > p[b] || (p[a] == p[b] && a < b); }
+};
+
+// order = the best m ids of probs[n], best first. Small m: one pass with a heap of the best so
+// far (most ids fail the first comparison against the heap's worst). Large m: the m-th largest
+// value by selection over a copy, then only the ids at or above it are sorted.
+void best_ids(const double* probs, int64_t n, size_t m, std::vector<int32_t>& order) {
+  const RanksBefore before{probs};
+  order.clear();
+  if (m > 64) {
+    std::vector<double> values(probs, probs + n);
+    std::nth_element(values.begin(), values.begin() + (m - 1), values.end(), std::greater<double>());
+    const double threshold = values[m - 1];
+    for (int64_t i = 0; i < n; ++i)
+      if (probs[i] >= threshold) order.push_back(int32_t(i));
+    std::sort(order.begin(), order.end(), before);
+    order.resize(m);  // ties at the threshold: the lower ids stay
+    return;
+  }
+  order.reserve(m);
+  for (int64_t i = 0; i < n; ++i) {
+    const int32_t id = int32_t(i);
+    if (order.size() < m) {
+      order.push_back(id);
+      std::push_heap(order.begin(), order.end(), before);  // front: the worst kept
+    } else if (before(id, order.front())) {
+      std::pop_heap(order.begin(), order.end(), before);
+      order.back() = id;
+      std::push_heap(order.begin(), order.end(), before);
+    }
+  }
+  std::sort_heap(order.begin(), order.end(), before);
+}
+
+// The ids of an upper set of probs[n] (every id at or above some value) whose mass reaches top_p,
+// from one histogram pass over the values' leading bits (8 buckets per octave), so only about the
+// nucleus gets sorted. One bucket more than needed is taken: the histogram sums in another order
+// than the ranked cumulative sum and may round differently.
+void nucleus_candidates(const double* probs, int64_t n, double top_p, std::vector<int32_t>& ids) {
+  constexpr int kShift = 49;                // exponent and 3 mantissa bits of a non-negative double
+  constexpr size_t kBuckets = 0x1FF8 + 1;   // 1.0 (0x3FF0...) >> kShift = 0x1FF8; probs are <= 1
+  auto bucket = [](double x) {
+    uint64_t bits;
+    std::memcpy(&bits, &x, sizeof bits);
+    return std::min(size_t(bits >> kShift), kBuckets - 1);
+  };
+  std::vector<double> mass(kBuckets, 0.0);
+  for (int64_t i = 0; i < n; ++i) mass[bucket(probs[i])] += probs[i];
+  size_t b = kBuckets - 1;
+  for (double acc = 0.0; b > 0; --b) {
+    acc += mass[b];
+    if (acc >= top_p) break;
+  }
+  const size_t lowest = b > 0 ? b - 1 : 0;
+  ids.clear();
+  for (int64_t i = 0; i < n; ++i)
+    if (bucket(probs[i]) >= lowest) ids.push_back(int32_t(i));
+}
+
+}  // namespace
+
+void target_probs(const float* logits, int64_t n, const SamplingParams& p, std::vector<double>& probs) {
+  probs.resize(size_t(n));  // every entry is written below
+  const double inv_t = 1.0 / double(p.temperature);
+  double mx = -INFINITY;
+  for (int64_t i = 0; i < n; ++i)
+    if (!std::isnan(logits[i])) mx = std::max(mx, double(logits[i]) * inv_t);
+  if (!std::isfinite(mx)) {  // all -inf or NaN: fall back to the argmax so a token is always defined
+    std::fill(probs.begin(), probs.end(), 0.0);
+    probs[size_t(argmax_row(logits, n))] = 1.0;
+    return;
+  }
+  double sum = 0.0;
+  for (int64_t i = 0; i < n; ++i) {
+    const double z = std::isnan(logits[i]) ? -INFINITY : double(logits[i]) * inv_t;
+    probs[size_t(i)] = std::exp(z - mx);
+    sum += probs[size_t(i)];
+  }
+  for (auto& v : probs) v /= sum;
+  const bool use_k = p.top_k > 0 && p.top_k < n;
+  const bool use_p = p.top_p < 1.0f;
+  if (!use_k && !use_p) return;
+  // Only the head of the ranking matters: rank the top_k, or the candidates of the nucleus.
+  const size_t limit = use_k ? size_t(p.top_k) : size_t(n);
+  const RanksBefore before{probs.data()};
+  std::vector<int32_t> order;
+  size_t keep = limit;
+  if (!use_p) {
+    best_ids(probs.data(), n, limit, order);
+  } else {
+    nucleus_candidates(probs.data(), n, double(p.top_p), order);
+    while (true) {
+      const size_t m = std::min(limit, order.size());
+      if (m == order.size())
+        std::sort(order.begin(), order.end(), before);
+      else
+        std::partial_sort(order.begin(), order.begin() + m, order.end(), before);
+      double cum = 0.0;
+      keep = 0;
+      while (keep < m) {
+        cum += probs[order[keep++]];
+        if (cum >= double(p.top_p)) break;
+      }
+      if (cum >= double(p.top_p) || m == limit || order.size() == size_t(n)) break;
+      order.resize(size_t(n));  // rounding left the candidates short of top_p: rank every id
+      for (int64_t i = 0; i < n; ++i) order[size_t(i)] = int32_t(i);
+    }
+  }
+  double kept = 0.0;
+  std::vector<double> head(keep);
+  for (size_t j = 0; j < keep; ++j) {
+    head[j] = probs[order[j]];
+    kept += head[j];
+  }
+  std::fill(probs.begin(), probs.end(), 0.0);
+  for (size_t j = 0; j < keep; ++j) probs[order[j]] = head[j] / kept;
+}
+
+int32_t sample_index(const std::vector<double>& probs, double total, Rng& rng) {
+  const double target = rng.uniform() * total;
+  double cum = 0.0;
+  int32_t last = -1;
+  for (size_t i = 0; i < probs.size(); ++i) {
+    if (probs[i] <= 0.0) continue;
+    cum += probs[i];
+    last = int32_t(i);
+    if (target < cum) return last;
+  }
+  return last < 0 ? 0 : last;  // rounding left target at the very top: take the last live token
+}
+
+int32_t sample_token(const float* logits, int64_t n, const SamplingParams& p, Rng& rng, std::vector<double>& probs) {
+  if (p.temperature <= 0.0f) return argmax_row(logits, n);
+  target_probs(logits, n, p, probs);
+  return sample_index(probs, 1.0, rng);
+}
+
+}  // namespace eyas::speculative

@@ -1,0 +1,90 @@
+"""Drafters behind one protocol: a `Proposer` proposes a draft tree per round and ingests what the
+target accepted; a registry maps a family name ("eagle3", ...) to a factory, so the generator never
+knows which family it runs (DESIGN §8).
+
+    proposer = make_proposer("eagle3", "default", loaded_model)   # None: plain decoding
+"""
+
+from __future__ import annotations
+
+import abc
+from typing import Callable
+
+import numpy as np
+
+from eyas.speculative.policy import TreePolicy
+from eyas.speculative.rounds import DraftTree
+
+PLAIN = "none"  # the family name that means plain decoding (no proposer)
+
+
+def fail(msg: str) -> None:
+    raise ValueError(f"[speculative] {msg}")
+
+
+class Proposer(abc.ABC):
+    """One drafter family. Per round the generator hands it the newly committed (target feature,
+    next token) pairs, then asks for a tree rooted at the last of those tokens.
+
+    aux_layers: the target layers (input-of-layer ids) the target must capture, as the
+    Transformer's `aux_layers`; the first len(feature_layers) of them are the features `ingest` reads.
+    policy: the tree policy the proposer recommends (None: the generator's default).
+    target_head: optional (output norm F32[H], output weight, rms_eps) of the target; when the
+    target also captures its final state (aux id = num_layers), verify skips the lm_head and
+    accept computes logits only for the nodes it visits.
+    """
+
+    family: str = ""
+    aux_layers: list[int]  # required of every family
+    feature_layers: list[int]  # required of every family
+    policy: TreePolicy | None = None
+    target_head: tuple | None = None
+
+    @abc.abstractmethod
+    def reset(self, capacity: int) -> None:
+        """Forget every ingested pair; the next sequence holds at most `capacity` tokens."""
+
+    @abc.abstractmethod
+    def ingest(self, features: np.ndarray, tokens: np.ndarray) -> None:
+        """features: F32[m, len(feature_layers) * H] target features of the next m committed
+        positions; tokens: I32[m] the token that follows each of them."""
+
+    @abc.abstractmethod
+    def propose(self, policy: TreePolicy) -> DraftTree:
+        """A draft tree rooted at the last ingested token, within `policy`'s shape."""
+
+
+_FACTORIES: dict[str, Callable[..., Proposer | None]] = {}
+
+
+def register_proposer(family: str, factory: Callable[..., Proposer | None]) -> None:
+    """factory(drafter, target, **options) -> Proposer, or None when `drafter` asks for none
+    (e.g. "default" with nothing bundled for this target). target: an `eyas.loaders.LoadedModel`."""
+    if not isinstance(family, str) or not family or family == PLAIN:
+        fail(f"cannot register a proposer family named {family!r}")
+    _FACTORIES[family] = factory
+
+
+def families() -> list[str]:
+    """Every accepted --drafter-family value: the registered families, then "none"."""
+    _register_builtins()
+    return sorted(_FACTORIES) + [PLAIN]
+
+
+def check_family(family) -> str:
+    if family not in families():
+        fail(f"unknown drafter family {family!r}; choose one of {', '.join(families())}")
+    return family
+
+
+def make_proposer(family: str, drafter, target, **options) -> Proposer | None:
+    """The proposer of `family` for `drafter` (a path, "default", or a loaded drafter) on `target`;
+    None for family "none" or drafter "none"/None (plain decoding)."""
+    check_family(family)
+    if family == PLAIN or drafter is None or (isinstance(drafter, str) and drafter.lower() == PLAIN):
+        return None
+    return _FACTORIES[family](drafter, target, **options)
+
+
+def _register_builtins() -> None:
+    import eyas.speculative.proposers  # noqa: F401  (each module registers its family on import)
