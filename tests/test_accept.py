@@ -68,10 +68,10 @@ def probs_ref(logits, temperature, top_k=0, top_p=1.0):
     p /= p.sum()
     order = sorted(range(len(p)), key=lambda i: (-p[i], i))
     keep = order[:top_k] if 0 < top_k < len(p) else order
-    if top_p < 1.0:
-        cum, cut = 0.0, 0
+    if top_p < 1.0:  # over the kept tokens renormalised
+        cum, cut, mass = 0.0, 0, sum(p[i] for i in keep)
         for i in keep:
-            cum += p[i]
+            cum += p[i] / mass
             cut += 1
             if cum >= top_p:
                 break

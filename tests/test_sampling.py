@@ -15,8 +15,8 @@ speculative = _core.speculative
 
 
 def filtered_distribution(x, temperature, top_k=0, top_p=1.0):
-    """float64[V]: softmax(x / T) over the top_k tokens, then the smallest prefix by probability
-    desc (ties: lower id first) whose mass reaches top_p, renormalised. T as the C++ takes it
+    """float64[V]: softmax(x / T) over the top_k tokens, renormalised, then the smallest prefix by
+    probability desc (ties: lower id first) whose mass reaches top_p, renormalised. T as the C++ takes it
     (float32) and applies it (times 1/T in float64)."""
     z = x.astype(np.float64) * (1.0 / np.float64(np.float32(temperature)))
     p = np.exp(z - z.max())
@@ -24,7 +24,7 @@ def filtered_distribution(x, temperature, top_k=0, top_p=1.0):
     order = np.lexsort((np.arange(p.size), -p))
     keep = order[:top_k] if 0 < top_k < p.size else order
     if top_p < 1.0:
-        cut = int(np.searchsorted(np.cumsum(p[keep]), np.float64(np.float32(top_p)))) + 1
+        cut = int(np.searchsorted(np.cumsum(p[keep] / p[keep].sum()), np.float64(np.float32(top_p)))) + 1
         keep = keep[:cut]
     out = np.zeros_like(p)
     out[keep] = p[keep] / p[keep].sum()
@@ -64,6 +64,11 @@ def test_small_distributions_by_hand():
     np.testing.assert_allclose(probs(temperature=1.0, top_k=2), [0, 4 / 7, 0, 3 / 7], rtol=1e-6)
     np.testing.assert_allclose(probs(temperature=1.0, top_p=0.75), [0, 4 / 9, 2 / 9, 3 / 9], rtol=1e-6)  # 0.7 < 0.75
     np.testing.assert_allclose(probs(temperature=0.5), np.array([1, 16, 4, 9]) / 30, rtol=1e-6)
+    # top_p is measured over the top_k renormalised (llama.cpp's and vLLM's order): of
+    # [.3, .25, .2] (mass .75) the first two hold .55 / .75 = 0.73 >= 0.7, so two tokens stay.
+    five = np.log(np.array([0.3, 0.25, 0.2, 0.15, 0.1], np.float32))
+    np.testing.assert_allclose(speculative.target_probs(five, 1.0, 3, 0.7), [0.3 / 0.55, 0.25 / 0.55, 0, 0, 0],
+                               rtol=1e-6)
     ties = np.array([1, 5, 0, 5, 5, 2, 5], np.float32)  # four tied best: top-k keeps the lowest ids
     np.testing.assert_array_equal(speculative.target_probs(ties, 1.0, 2) > 0, [0, 1, 0, 1, 0, 0, 0])
     np.testing.assert_array_equal(speculative.target_probs(ties, 1.0, 0, 0.5) > 0, [0, 1, 0, 1, 1, 0, 0])

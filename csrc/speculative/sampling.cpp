@@ -114,8 +114,19 @@ void target_probs(const float* logits, int64_t n, const SamplingParams& p, std::
   const RanksBefore before{probs.data()};
   std::vector<int32_t> order;
   size_t keep = limit;
-  if (!use_p) {
+  if (use_k) {
     best_ids(probs.data(), n, limit, order);
+    if (use_p) {
+      // top_p over the top_k renormalised: the filters' order in llama.cpp's and vLLM's samplers.
+      double k_mass = 0.0;
+      for (int32_t id : order) k_mass += probs[id];
+      double cum = 0.0;
+      keep = 0;
+      while (keep < order.size()) {
+        cum += probs[order[keep++]] / k_mass;
+        if (cum >= double(p.top_p)) break;
+      }
+    }
   } else {
     nucleus_candidates(probs.data(), n, double(p.top_p), order);
     while (true) {

@@ -21,8 +21,8 @@ void check_sampling(const char* op, const SamplingParams& p);
 int32_t argmax_row(const float* logits, int64_t n);
 
 // probs[n] (double) = softmax(logits / T) restricted to the top_k most likely tokens (ties: lower
-// id first), then to the smallest prefix of them (by probability desc) whose mass (under the full
-// softmax, not renormalised over the top_k) reaches top_p; renormalised. Requires temperature > 0.
+// id first) and renormalised, then to the smallest prefix of them (by probability desc) whose mass
+// reaches top_p; renormalised (llama.cpp's and vLLM's order of filters). Requires temperature > 0.
 // Only the top_k, or the nucleus' candidates, are ranked: no sort of the whole vocabulary.
 void target_probs(const float* logits, int64_t n, const SamplingParams& p, std::vector<double>& probs);
 
