@@ -16,7 +16,7 @@
 
 namespace eyas::model {
 
-// Argmax: the last row's greedy token (first index of the maximum, NaN ignored, as spec::accept
+// Argmax: the last row's greedy token (first index of the maximum, NaN ignored, as speculative::accept
 // picks it) without handing the logits back: plain greedy decoding needs nothing else.
 enum class LogitsMode { Last, All, None, Argmax };
 
