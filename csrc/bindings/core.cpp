@@ -4,10 +4,6 @@
 #include "bindings/convert.h"
 #include "bindings/registry.h"
 
-namespace nb = nanobind;
-using namespace nb::literals;
-using namespace eyas;
-
 EYAS_BINDINGS(core) {
   nb::class_<Device>(m, "Device", "A backend ('cpu'; 'metal' on macOS builds) and its worker threads.")
       .def(nb::init<const std::string&, int>(), "backend"_a = "cpu", "threads"_a = 0)

@@ -4,12 +4,8 @@
 #include "ops/model_misc.h"
 #include "ops/moe.h"
 
-namespace nb = nanobind;
-using namespace nb::literals;
-using namespace eyas;
-
 EYAS_BINDINGS(model_ops) {
-  nb::module_ ops = m.def_submodule("ops", "Kernels, one function per op; arrays in, arrays out.");
+  nb::module_ ops = bind::ops_module(m);
   ops.def(
       "copy_cols",
       [](bind::Array x, int x_col, bind::Array out, int y_col, int n, std::optional<Encoder*> encoder) {

@@ -8,9 +8,6 @@
 #include "bindings/registry.h"
 #include "model/transformer.h"
 
-namespace nb = nanobind;
-using namespace nb::literals;
-using namespace eyas;
 using model::Transformer;
 
 namespace {

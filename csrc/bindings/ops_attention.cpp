@@ -5,12 +5,8 @@
 #include "ops/attention.h"
 #include "ops/cpu_controls.h"
 
-namespace nb = nanobind;
-using namespace nb::literals;
-using namespace eyas;
-
 EYAS_BINDINGS(ops_attention) {
-  nb::module_ ops = m.def_submodule("ops", "Kernels, one function per op; arrays in, arrays out.");
+  nb::module_ ops = bind::ops_module(m);
   ops.def(
       "attention",
       [](bind::Array q, bind::Array k_cache, bind::Array v_cache, int prefix_len, std::optional<bind::Array> mask,

@@ -7,10 +7,6 @@
 #include "ops/matmul.h"
 #include "ops/norm.h"
 
-namespace nb = nanobind;
-using namespace nb::literals;
-using namespace eyas;
-
 namespace {
 
 // A copy of t's bytes in a new buffer that belongs to `kind`.
@@ -32,7 +28,7 @@ Tensor empty_on(std::vector<int64_t> shape, DeviceKind kind) {
 }  // namespace
 
 EYAS_BINDINGS(ops_backend) {
-  nb::module_ ops = m.def_submodule("ops", "Kernels, one function per op; arrays in, arrays out.");
+  nb::module_ ops = bind::ops_module(m);
   ops.def(
       "_device",
       [](const std::string& kind, int threads) { return new Device(device_kind_from_name("_device", kind), threads); },

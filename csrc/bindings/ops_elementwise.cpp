@@ -2,10 +2,6 @@
 #include "bindings/registry.h"
 #include "ops/elementwise.h"
 
-namespace nb = nanobind;
-using namespace nb::literals;
-using namespace eyas;
-
 namespace {
 using Binary = void (*)(Encoder&, const Tensor&, const Tensor&, const Tensor&);
 
@@ -20,7 +16,7 @@ nb::object binary(const char* op, const char* na, const char* nb_, bind::Array a
 }  // namespace
 
 EYAS_BINDINGS(ops_elementwise) {
-  nb::module_ ops = m.def_submodule("ops", "Kernels, one function per op; arrays in, arrays out.");
+  nb::module_ ops = bind::ops_module(m);
   ops.def(
       "add",
       [](bind::Array a, bind::Array b, std::optional<bind::Array> out, std::optional<Encoder*> encoder) {

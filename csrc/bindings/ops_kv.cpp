@@ -2,12 +2,8 @@
 #include "bindings/registry.h"
 #include "ops/kv.h"
 
-namespace nb = nanobind;
-using namespace nb::literals;
-using namespace eyas;
-
 EYAS_BINDINGS(ops_kv) {
-  nb::module_ ops = m.def_submodule("ops", "Kernels, one function per op; arrays in, arrays out.");
+  nb::module_ ops = bind::ops_module(m);
   ops.def(
       "kv_write",
       [](bind::Array kv_new, bind::Array cache, int start_slot, std::optional<Encoder*> encoder) {

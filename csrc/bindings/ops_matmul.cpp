@@ -8,10 +8,6 @@
 #include "ops/embedding.h"
 #include "ops/matmul.h"
 
-namespace nb = nanobind;
-using namespace nb::literals;
-using namespace eyas;
-
 // Accepts a _core.DType, a plain int (GGML type id) or a name such as "Q4_1".
 static DType weight_type(const char* op, nb::handle h) {
   if (nb::isinstance<nb::str>(h)) {
@@ -55,7 +51,7 @@ EYAS_BINDINGS(ops_matmul) {
         .value("Q5_K", DType::Q5_K).value("Q6_K", DType::Q6_K).value("I8", DType::I8).value("I16", DType::I16)
         .value("I32", DType::I32).value("I64", DType::I64).value("BF16", DType::BF16).value("U8", DType::U8);
   }
-  nb::module_ ops = m.def_submodule("ops");
+  nb::module_ ops = bind::ops_module(m);
   ops.def(
       "matmul",
       [](bind::Array x, bind::Array w_bytes, nb::handle w_type, std::vector<int64_t> w_shape,

@@ -2,12 +2,8 @@
 #include "bindings/registry.h"
 #include "ops/norm.h"
 
-namespace nb = nanobind;
-using namespace nb::literals;
-using namespace eyas;
-
 EYAS_BINDINGS(ops_norm) {
-  nb::module_ ops = m.def_submodule("ops", "Kernels, one function per op; arrays in, arrays out.");
+  nb::module_ ops = bind::ops_module(m);
   ops.def(
       "rms_norm",
       [](bind::Array x, bind::Array w, float eps, std::optional<bind::Array> out, std::optional<Encoder*> encoder) {

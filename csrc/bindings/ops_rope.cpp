@@ -2,12 +2,8 @@
 #include "bindings/registry.h"
 #include "ops/rope.h"
 
-namespace nb = nanobind;
-using namespace nb::literals;
-using namespace eyas;
-
 EYAS_BINDINGS(ops_rope) {
-  nb::module_ ops = m.def_submodule("ops", "Kernels, one function per op; arrays in, arrays out.");
+  nb::module_ ops = bind::ops_module(m);
   nb::enum_<ops::RopeStyle>(ops, "RopeStyle", "Which dims RoPE rotates together.")
       .value("neox", ops::RopeStyle::NeoX, "pairs (k, k + rot_dim/2): Llama, Qwen, SmolLM2 in HF layout")
       .value("interleaved", ops::RopeStyle::Interleaved, "pairs (2k, 2k + 1): GPT-J");

@@ -4,12 +4,8 @@
 #include "bindings/registry.h"
 #include "ops/softmax.h"
 
-namespace nb = nanobind;
-using namespace nb::literals;
-using namespace eyas;
-
 EYAS_BINDINGS(ops_softmax) {
-  nb::module_ ops = m.def_submodule("ops", "Kernels, one function per op; arrays in, arrays out.");
+  nb::module_ ops = bind::ops_module(m);
   ops.def(
       "softmax",
       [](bind::Array x, float temperature, bool log, std::optional<bind::Array> out, std::optional<Encoder*> encoder) {

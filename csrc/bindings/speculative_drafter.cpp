@@ -5,9 +5,6 @@
 #include "bindings/arrays.h"
 #include "speculative/drafter.h"
 
-namespace nb = nanobind;
-using namespace nb::literals;
-using namespace eyas;
 using speculative::Eagle3Drafter;
 
 namespace {
@@ -45,11 +42,10 @@ speculative::DrafterSpec parse_spec(nb::dict d) {
   return s;
 }
 
-
 }  // namespace
 
 EYAS_BINDINGS(speculative_drafter) {
-  nb::module_ s = m.def_submodule("speculative", "Speculative decoding: drafter, tree expansion, accept.");
+  nb::module_ s = bind::speculative_module(m);
   nb::class_<Eagle3Drafter>(s, "Eagle3Drafter",
                             "EAGLE-3 drafter: fc over target aux features, one layer, draft-vocab head, own KV cache.")
       .def(

@@ -13,11 +13,7 @@
 #include "speculative/accept.h"
 #include "speculative/tree.h"
 
-namespace nb = nanobind;
-using namespace nb::literals;
-using namespace eyas;
 using namespace eyas::speculative;
-
 
 static nb::dict result_dict(AcceptResult r) {
   nb::dict d;
@@ -33,7 +29,7 @@ static SamplingParams sampling(const char* op, float temperature, int32_t top_k,
 }
 
 EYAS_BINDINGS(speculative_tree) {
-  nb::module_ s = m.def_submodule("speculative", "Speculative decoding: drafter, tree expansion, accept.");
+  nb::module_ s = bind::speculative_module(m);
 
   nb::class_<Rng>(s, "Rng", "Seeded xoshiro256** generator; the same seed gives the same draws everywhere.")
       .def(nb::init<uint64_t>(), "seed"_a = 0)

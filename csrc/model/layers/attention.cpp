@@ -67,6 +67,21 @@ struct AttentionWorkspace : Workspace {
   }
 };
 
+class Attention : public Layer {
+ public:
+  explicit Attention(const LayerInit& init);
+  std::unique_ptr<Workspace> make_workspace() const override;
+  void join(Workspace& ws) const override;
+  std::unique_ptr<LayerState> make_state(const StateInit& init) const override;
+  // Writes the chunk's K/V at slots slot0.. of its KVCache, attends over prefix + visible new slots.
+  void encode(Encoder& enc, const Chunk& c, Workspace& ws, LayerState* state) const override;
+
+ private:
+  const ModelSpec& spec_;  // owned by the Transformer, which outlives its layers
+  Tensor attn_norm_, wq_, wk_, wv_, bq_, bk_, bv_, q_norm_, k_norm_, wo_;
+  Tensor wqkv_, bqkv_;  // fused q|k|v (when fuse and the three share a type)
+};
+
 }  // namespace
 
 Attention::Attention(const LayerInit& init) : spec_(init.spec) {

@@ -34,6 +34,20 @@ struct DenseFfnWorkspace : Workspace {
   }
 };
 
+class DenseFfn : public Layer {
+ public:
+  explicit DenseFfn(const LayerInit& init);
+  std::unique_ptr<Workspace> make_workspace() const override;
+  void join(Workspace& ws) const override;
+  void encode(Encoder& enc, const Chunk& c, Workspace& ws, LayerState* state) const override;
+
+ private:
+  float eps_;
+  int64_t inter_;  // I
+  Tensor ffn_norm_, gate_, up_, down_;
+  Tensor wgu_;  // fused gate|up (optional)
+};
+
 }  // namespace
 
 DenseFfn::DenseFfn(const LayerInit& init) : eps_(init.spec.rms_eps), inter_(init.spec.intermediate_size) {

@@ -37,6 +37,20 @@ struct MoeFfnWorkspace : Workspace {
   }
 };
 
+class MoeFfn : public Layer {
+ public:
+  explicit MoeFfn(const LayerInit& init);
+  std::unique_ptr<Workspace> make_workspace() const override;
+  void encode(Encoder& enc, const Chunk& c, Workspace& ws, LayerState* state) const override;
+
+ private:
+  float eps_;
+  MoeSpec moe_;
+  int64_t hidden_;
+  Tensor ffn_norm_, router_, gate_exps_, up_exps_, down_exps_;
+  Tensor gate_shexp_, up_shexp_, down_shexp_, gate_inp_shexp_;  // shared expert (optional)
+};
+
 }  // namespace
 
 MoeFfn::MoeFfn(const LayerInit& init) : eps_(init.spec.rms_eps), moe_(init.spec.moe), hidden_(init.spec.hidden_size) {
