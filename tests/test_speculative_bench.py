@@ -39,7 +39,8 @@ def test_bench_pairs_runs_and_reports(tmp_path):
     f = tmp_path / "p.jsonl"
     f.write_text('{"prompt": "hello", "chat": true}\n\n{"prompt": "abc"}\n')
     prompts = read_prompts(f)
-    assert prompts == [{"prompt": "hello", "chat": True}, {"prompt": "abc", "chat": False}]
+    assert prompts == [{"prompt": "hello", "chat": True, "workload": "p", "max_tokens": None},
+                       {"prompt": "abc", "chat": False, "workload": "p", "max_tokens": None}]
     r = bench(FakeModel(), prompts, policy=TreePolicy(3, 3, 8), max_tokens=10, repeats=2)
     assert r["identical"] is True
     assert [row["prompt"] for row in r["rows"]] == [0, 1]
@@ -58,6 +59,57 @@ def test_bench_sampled_passes_the_sampling_params():
         bench(FakeModel(), prompts, temperature=0.7, top_p=1.5)
 
 
+def test_bench_workloads_worst_prompt_and_depth_rates(tmp_path):
+    f = tmp_path / "mixed.jsonl"
+    f.write_text('{"prompt": "hello", "workload": "docs", "max_tokens": 6}\n{"prompt": "xyz", "workload": "code"}\n'
+                 '{"prompt": "abcdef"}\n')
+    prompts = read_prompts(f)
+    assert [p["workload"] for p in prompts] == ["docs", "code", "mixed"]
+    r = bench(FakeModel(), prompts, policy=TreePolicy(3, 3, 8), max_tokens=10)
+    assert [row["speculative_tokens"] for row in r["rows"]] == [5, 9, 9]  # the line's max_tokens wins
+    assert list(r["workloads"]) == ["docs", "code", "mixed"]
+    for name, v in r["workloads"].items():
+        mine = [row for row in r["rows"] if row["workload"] == name]
+        assert v["worst_speedup"] == min(row["speedup"] for row in mine) and v["identical"] is True
+        assert all(0.0 <= a <= 1.0 for a in v["acceptance_per_pos"])
+    # Per-depth rates are accepted / tried at each depth, pooled over the prompts.
+    acc = [sum(row["accepted_per_pos"][d] if d < len(row["accepted_per_pos"]) else 0 for row in r["rows"])
+           for d in range(3)]
+    tried = [sum(row["tried_per_pos"][d] if d < len(row["tried_per_pos"]) else 0 for row in r["rows"])
+             for d in range(3)]
+    assert tried[0] == sum(row["num_drafts"] for row in r["rows"])  # every round drafts depth 1 here
+    assert r["acceptance_per_pos"] == pytest.approx([a / t for a, t in zip(acc, tried) if t])
+    table = _table(r)
+    assert "docs" in table and "worst" in table and "acceptance at depth" in table
+
+
+def test_metrics_count_depths_tried_after_an_accepted_parent():
+    from eyas.speculative.metrics import SpeculativeMetrics
+
+    m = SpeculativeMetrics()
+    m.observe(4, 1)  # a chain of 3: depth 1 accepted, depth 2 tried and rejected, depth 3 never reached
+    m.observe(4, 3)  # all 3 accepted
+    m.observe(7, 0, depth=2)  # a tree of depth 2: depth 1 rejected
+    m.observe(1, 0)  # a plain step drafts nothing
+    assert m.accepted_per_pos == [2, 1, 1] and m.tried_per_pos == [3, 2, 1]
+    assert m.acceptance_per_pos == pytest.approx([2 / 3, 1 / 2, 1.0])
+
+
+def test_bench_plot_writes_a_picture(tmp_path):
+    pytest.importorskip("matplotlib", reason="CI installs matplotlib (.ci/setup-test-deps)")
+    from eyas.commands.bench_plot import check_plotting, plot
+
+    r = bench(FakeModel(), [{"prompt": "hello", "chat": False, "workload": "w"}], policy=TreePolicy(2, 2, 4),
+              max_tokens=6)
+    out = tmp_path / "b.png"
+    plot(r, out)
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    with pytest.raises(ValueError, match=r"\[bench\].*must end in"):
+        check_plotting(tmp_path / "b.txt")
+    with pytest.raises(ValueError, match=r"\[bench\].*does not exist"):
+        check_plotting(tmp_path / "nope" / "b.png")
+
+
 def test_bench_bad_prompt_files(tmp_path):
     with pytest.raises(ValueError, match=r"\[bench\].*no such"):
         read_prompts(tmp_path / "missing.jsonl")
@@ -67,6 +119,9 @@ def test_bench_bad_prompt_files(tmp_path):
     (tmp_path / "b.jsonl").write_text('{"text": "x"}\n')
     with pytest.raises(ValueError, match=r"\[bench\].*'prompt'"):
         read_prompts(tmp_path / "b.jsonl")
+    (tmp_path / "c.jsonl").write_text('{"prompt": "x", "max_tokens": 0}\n')
+    with pytest.raises(ValueError, match=r"\[bench\].*max_tokens"):
+        read_prompts(tmp_path / "c.jsonl")
     m = FakeModel()
     m.proposer = None
     with pytest.raises(ValueError, match=r"\[bench\].*no drafter"):

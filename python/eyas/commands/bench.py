@@ -1,8 +1,10 @@
-"""`eyas bench --prompts FILE.jsonl`: plain vs speculative decoding on the same prompts, in one run.
+"""`eyas bench --prompts FILE.jsonl ...`: plain vs speculative decoding on the same prompts, in one run.
 
 Each prompt runs plain and speculative generation back to back (order alternating per repeat), after
-one untimed warm-up of each; the table reports decode speeds, their ratio, the mean accepted length
-and whether the greedy outputs were identical.
+one untimed warm-up of each. Prompts belong to workloads (a line's "workload", else its file's name);
+the table reports per prompt and per workload the decode speeds, their ratio, the mean accepted
+length (tau), the acceptance rate at each depth, the worst single prompt and whether the greedy
+outputs were identical. `--plot FILE.png` draws the ratios and per-depth acceptance.
 """
 
 from __future__ import annotations
@@ -24,12 +26,14 @@ def register(subparsers) -> None:
     p = subparsers.add_parser("bench", help="compare plain and speculative decoding on a prompt set",
                               description="Plain vs speculative decoding on the prompts of a .jsonl file "
                                           '(one {"prompt": ..., "chat": true} per line).')
-    p.add_argument("--prompts", required=True, help="jsonl file of prompts")
+    p.add_argument("--prompts", required=True, nargs="+",
+                   help='jsonl files of prompts: one {"prompt": str or messages, "chat": bool, "max_tokens": int '
+                        '(optional), "workload": str (optional, default: the file name)} per line')
     p.add_argument("--model", default=None, help="GGUF file or HF folder (default: bundled SmolLM2-135M)")
     add_drafter_options(p)
     p.add_argument("--tree", default=None, help="tree policy 'TOP_K,DEPTH,TOTAL', 'chain:DEPTH' or 'auto[:MAX_DEPTH]' (default: the drafter's, else "
                         "auto: a chain of 0-3 tokens per round, as deep as pays)")
-    p.add_argument("--max-tokens", type=int, default=128)
+    p.add_argument("--max-tokens", type=int, default=128, help="tokens per prompt unless its line sets max_tokens")
     p.add_argument("--repeats", type=int, default=1)
     p.add_argument("--limit", type=int, default=None, help="use only the first N prompts")
     p.add_argument("--temperature", type=float, default=0.0, help="0 = greedy")
@@ -42,10 +46,14 @@ def register(subparsers) -> None:
                    help="KV cache precision: f16 (default, as llama.cpp: half the bytes per token of context) "
                         "or f32")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+    p.add_argument("--plot", default=None, metavar="FILE.png",
+                   help="also draw speed ratio and per-depth acceptance per workload (needs matplotlib: "
+                        "pip install 'eyas[plot]')")
     p.set_defaults(func=run)
 
 
 def read_prompts(path: str | Path, limit: int | None = None) -> list[dict]:
+    """The prompts of one jsonl file; `workload` defaults to the file's name without .jsonl."""
     path = Path(path)
     if not path.is_file():
         fail(f"{path}: no such prompt file")
@@ -59,7 +67,15 @@ def read_prompts(path: str | Path, limit: int | None = None) -> list[dict]:
             fail(f"{path.name}:{n}: not valid JSON ({e})")
         if not isinstance(item, dict) or not isinstance(item.get("prompt"), (str, list)):
             fail(f"{path.name}:{n}: each line must be an object with a 'prompt'")
-        out.append({"prompt": item["prompt"], "chat": bool(item.get("chat", False))})
+        max_tokens = item.get("max_tokens")
+        if max_tokens is not None and (not isinstance(max_tokens, int) or isinstance(max_tokens, bool)
+                                       or max_tokens < 1):
+            fail(f"{path.name}:{n}: max_tokens must be a positive integer, got {max_tokens!r}")
+        workload = item.get("workload", path.stem)
+        if not isinstance(workload, str) or not workload:
+            fail(f"{path.name}:{n}: workload must be a non-empty string")
+        out.append({"prompt": item["prompt"], "chat": bool(item.get("chat", False)), "workload": workload,
+                    "max_tokens": max_tokens})
     if not out:
         fail(f"{path.name}: no prompts")
     return out[:limit] if limit else out
@@ -74,7 +90,7 @@ def _run(model, ids, sampling, max_tokens, proposer=None, policy=None):
 
 def bench(model, prompts: list[dict], *, policy=None, max_tokens=128, repeats=1, temperature=0.0, seed=0,
           top_p=1.0, top_k=0, log=None) -> dict:
-    """Paired plain/speculative runs; returns the per-prompt rows and the totals."""
+    """Paired plain/speculative runs; returns the per-prompt rows, per-workload summaries and totals."""
     from eyas.sampling import SamplingParams
 
     if model.proposer is None:
@@ -82,22 +98,25 @@ def bench(model, prompts: list[dict], *, policy=None, max_tokens=128, repeats=1,
              "this model)")
     sampling = SamplingParams(temperature=temperature, top_p=top_p, top_k=top_k, seed=seed)
 
-    def plain(ids):
-        return _run(model, ids, sampling, max_tokens)
+    def plain(ids, n):
+        return _run(model, ids, sampling, n)
 
-    def speculative(ids):
-        return _run(model, ids, sampling, max_tokens, model.proposer, policy)
+    def speculative(ids, n):
+        return _run(model, ids, sampling, n, model.proposer, policy)
 
     encoded = [model.encode_prompt(p["prompt"], chat=p["chat"]) for p in prompts]
-    plain(encoded[0]), speculative(encoded[0])  # warm-up: caches, thread pool, page faults
+    warm = min(max_tokens, 32)
+    plain(encoded[0], warm), speculative(encoded[0], warm)  # warm-up: caches, thread pool, page faults
     rows = []
-    for i, ids in enumerate(encoded):
-        row = {"prompt": i, "prompt_tokens": len(ids), "plain_s": 0.0, "speculative_s": 0.0, "plain_tokens": 0,
-               "speculative_tokens": 0, "identical": True, "num_drafts": 0, "num_accepted_tokens": 0}
+    for i, (item, ids) in enumerate(zip(prompts, encoded)):
+        n = item.get("max_tokens") or max_tokens
+        row = {"prompt": i, "workload": item.get("workload", "prompts"), "prompt_tokens": len(ids), "plain_s": 0.0,
+               "speculative_s": 0.0, "plain_tokens": 0, "speculative_tokens": 0, "identical": True,
+               "num_drafts": 0, "num_accepted_tokens": 0, "accepted_per_pos": [], "tried_per_pos": []}
         for r in range(repeats):
             runs = {}
             for name in (("plain", "speculative") if r % 2 == 0 else ("speculative", "plain")):
-                runs[name] = (plain if name == "plain" else speculative)(ids)
+                runs[name] = (plain if name == "plain" else speculative)(ids, n)
             p, s = runs["plain"], runs["speculative"]
             row["plain_s"] += p.metrics["decode_s"]
             row["speculative_s"] += s.metrics["decode_s"]
@@ -105,28 +124,33 @@ def bench(model, prompts: list[dict], *, policy=None, max_tokens=128, repeats=1,
             row["plain_tokens"] += max(len(p.tokens) - 1, 0)
             row["speculative_tokens"] += max(len(s.tokens) - 1, 0)
             row["identical"] &= p.tokens == s.tokens
-            row["num_drafts"] += s.metrics["num_drafts"]
-            row["num_accepted_tokens"] += s.metrics["num_accepted_tokens"]
-        row["plain_tok_s"] = row["plain_tokens"] / row["plain_s"] if row["plain_s"] else 0.0
-        row["speculative_tok_s"] = row["speculative_tokens"] / row["speculative_s"] if row["speculative_s"] else 0.0
-        row["speedup"] = row["speculative_tok_s"] / row["plain_tok_s"] if row["plain_tok_s"] else 0.0
-        row["mean_accepted_length"] = 1 + row["num_accepted_tokens"] / row["num_drafts"] if row["num_drafts"] else 0.0
+            for key in ("num_drafts", "num_accepted_tokens"):
+                row[key] += s.metrics[key]
+            for key in ("accepted_per_pos", "tried_per_pos"):
+                row[key] = _add_lists(row[key], s.metrics[key])
+        row.update(_rates(row))
         rows.append(row)
         if log:
             log(row)
-    tot = {k: sum(r[k] for r in rows) for k in ("plain_s", "speculative_s", "plain_tokens", "speculative_tokens", "num_drafts",
-                                                  "num_accepted_tokens")}
-    plain_tps = tot["plain_tokens"] / tot["plain_s"] if tot["plain_s"] else 0.0
-    speculative_tps = tot["speculative_tokens"] / tot["speculative_s"] if tot["speculative_s"] else 0.0
     from eyas.speculative import choose_policy
 
     pol = choose_policy(policy, model.proposer)
+    workloads = {}
+    for w in dict.fromkeys(r["workload"] for r in rows):
+        mine = [r for r in rows if r["workload"] == w]
+        worst = min(mine, key=lambda r: r["speedup"])
+        workloads[w] = {**_rates(_pooled(mine)), "prompts": len(mine), "worst_prompt": worst["prompt"],
+                        "worst_speedup": worst["speedup"],
+                        "identical": all(r["identical"] for r in mine) if temperature == 0 else None}
+    total = _rates(_pooled(rows))
     return {
         "rows": rows,
-        "plain_tok_s": plain_tps,
-        "speculative_tok_s": speculative_tps,
-        "speed_ratio": speculative_tps / plain_tps if plain_tps else 0.0,
-        "mean_accepted_length": 1 + tot["num_accepted_tokens"] / tot["num_drafts"] if tot["num_drafts"] else 0.0,
+        "workloads": workloads,
+        "plain_tok_s": total["plain_tok_s"],
+        "speculative_tok_s": total["speculative_tok_s"],
+        "speed_ratio": total["speedup"],
+        "mean_accepted_length": total["mean_accepted_length"],
+        "acceptance_per_pos": total["acceptance_per_pos"],
         "identical": all(r["identical"] for r in rows) if temperature == 0 else None,
         "tree": {"top_k": pol.top_k, "depth": pol.depth, "total_tokens": pol.total_tokens, "adaptive": pol.adaptive},
         "max_tokens": max_tokens,
@@ -139,19 +163,64 @@ def bench(model, prompts: list[dict], *, policy=None, max_tokens=128, repeats=1,
     }
 
 
+_SUMMED = ("plain_s", "speculative_s", "plain_tokens", "speculative_tokens", "num_drafts", "num_accepted_tokens")
+
+
+def _add_lists(a: list, b: list) -> list:
+    """Element-wise sum of two per-depth count lists of any lengths."""
+    n = max(len(a), len(b))
+    return [(a[i] if i < len(a) else 0) + (b[i] if i < len(b) else 0) for i in range(n)]
+
+
+def _pooled(rows: list[dict]) -> dict:
+    """The counters of several rows added up (speeds are then ratios of sums, not means of ratios)."""
+    out = {k: sum(r[k] for r in rows) for k in _SUMMED}
+    for key in ("accepted_per_pos", "tried_per_pos"):
+        out[key] = []
+        for r in rows:
+            out[key] = _add_lists(out[key], r[key])
+    return out
+
+
+def _rates(c: dict) -> dict:
+    """Speeds, ratio, tau and per-depth acceptance of one row or pooled counters."""
+    plain = c["plain_tokens"] / c["plain_s"] if c["plain_s"] else 0.0
+    spec = c["speculative_tokens"] / c["speculative_s"] if c["speculative_s"] else 0.0
+    acc, tried = c["accepted_per_pos"], c["tried_per_pos"]
+    return {
+        "plain_tok_s": plain,
+        "speculative_tok_s": spec,
+        "speedup": spec / plain if plain else 0.0,
+        "mean_accepted_length": 1 + c["num_accepted_tokens"] / c["num_drafts"] if c["num_drafts"] else 0.0,
+        "acceptance_per_pos": [(acc[d] if d < len(acc) else 0) / t if t else 0.0 for d, t in enumerate(tried)],
+    }
+
+
+def _depths(rates: list[float], most: int = 6) -> str:
+    return " ".join(f"{r:.2f}" for r in rates[:most]) or "-"
+
+
 def _table(result: dict) -> str:
-    lines = [f"{'#':>3} {'prompt':>6} {'tokens':>6} {'plain tok/s':>11} {'speculative tok/s':>17} {'speedup':>7} "
-             f"{'acc.len':>7} {'same':>4}"]
+    lines = [f"{'#':>3} {'workload':<16} {'prompt':>6} {'tokens':>6} {'plain tok/s':>11} {'spec tok/s':>10} "
+             f"{'speedup':>7} {'tau':>5} {'same':>4}"]
     for r in result["rows"]:
-        lines.append(f"{r['prompt']:>3} {r['prompt_tokens']:>6} {r['speculative_tokens']:>6} {r['plain_tok_s']:>11.1f} "
-                     f"{r['speculative_tok_s']:>17.1f} {r['speedup']:>6.2f}x {r['mean_accepted_length']:>7.2f} "
-                     f"{'yes' if r['identical'] else 'NO':>4}")
+        lines.append(f"{r['prompt']:>3} {r['workload'][:16]:<16} {r['prompt_tokens']:>6} {r['speculative_tokens']:>6} "
+                     f"{r['plain_tok_s']:>11.1f} {r['speculative_tok_s']:>10.1f} {r['speedup']:>6.2f}x "
+                     f"{r['mean_accepted_length']:>5.2f} {'yes' if r['identical'] else 'NO':>4}")
+    lines.append("")
+    lines.append(f"{'workload':<16} {'prompts':>7} {'plain tok/s':>11} {'spec tok/s':>10} {'ratio':>6} {'tau':>5} "
+                 f"{'worst (#)':>12}  acceptance at depth 1, 2, ...")
+    for w, v in result["workloads"].items():
+        worst = f"{v['worst_speedup']:.2f}x ({v['worst_prompt']})"
+        lines.append(f"{w[:16]:<16} {v['prompts']:>7} {v['plain_tok_s']:>11.1f} {v['speculative_tok_s']:>10.1f} "
+                     f"{v['speedup']:>5.2f}x {v['mean_accepted_length']:>5.2f} {worst:>12}  "
+                     f"{_depths(v['acceptance_per_pos'])}")
     t = result["tree"]
     same = {True: "yes", False: "NO", None: "n/a (sampling)"}[result["identical"]]
     lines.append(f"all: plain {result['plain_tok_s']:.1f} tok/s, speculative {result['speculative_tok_s']:.1f} tok/s, "
                  f"ratio {result['speed_ratio']:.2f}x, mean accepted length {result['mean_accepted_length']:.2f}, "
                  f"identical {same} | tree top_k={t['top_k']} depth={t['depth']}{' (adaptive)' if t['adaptive'] else ''} "
-                 f"total={t['total_tokens']}, "
+                 f"total={t['total_tokens']}, repeats {result['repeats']}, "
                  f"threads {result['threads']}, kv {result['kv_dtype']}")
     return "\n".join(lines)
 
@@ -163,18 +232,29 @@ def run(args: argparse.Namespace) -> int:
     for name in ("max_tokens", "repeats"):
         if getattr(args, name) < 1:
             fail(f"--{name.replace('_', '-')} must be >= 1")
-    prompts = read_prompts(args.prompts, args.limit)
+    prompts = [p for f in args.prompts for p in read_prompts(f, args.limit)]
+    if args.plot:
+        from eyas.commands.bench_plot import check_plotting
+
+        check_plotting(args.plot)  # before minutes of benchmarking, not after
     policy = TreePolicy.parse(args.tree) if args.tree else None
     model = eyas.load(args.model, drafter=args.drafter, drafter_family=args.drafter_family, threads=args.threads,
                       max_context=args.max_context, kv_dtype=args.kv_dtype)
-    log = None if args.json else (lambda r: print(f"prompt {r['prompt']}: {r['speedup']:.2f}x", file=sys.stderr))
+    log = None if args.json else (lambda r: print(f"{r['workload']} prompt {r['prompt']}: {r['speedup']:.2f}x, "
+                                                  f"tau {r['mean_accepted_length']:.2f}", file=sys.stderr))
     result = bench(model, prompts, policy=policy, max_tokens=args.max_tokens, repeats=args.repeats,
                    temperature=args.temperature, seed=args.seed, top_p=args.top_p, top_k=args.top_k, log=log)
+    result["prompts_files"] = [str(f) for f in args.prompts]
+    result["drafter"] = str(args.drafter)
+    result["drafter_family"] = args.drafter_family
+    if args.plot:
+        from eyas.commands.bench_plot import plot
+
+        plot(result, args.plot)
     if args.json:
-        result["prompts_file"] = str(args.prompts)
-        result["drafter"] = str(args.drafter)
-        result["drafter_family"] = args.drafter_family
         print(json.dumps(result))
     else:
         print(_table(result))
+        if args.plot:
+            print(f"plot: {args.plot}")
     return 0

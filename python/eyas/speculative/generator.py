@@ -111,7 +111,7 @@ class SpeculativeGenerator:
             s.propose_s += t1 - t0
             s.verify_s += t2 - t1
             s.accept_s += t3 - t2
-            s.observe(tree.size, len(acc.path) - 1)
+            s.observe(tree.size, len(acc.path) - 1, int(tree.depths.max()))
             if chooser:
                 last = (tree.size - 1, len(acc.path) - 1, t0)
             # The accepted nodes' features pair with the tokens that follow them (reference §3.1).

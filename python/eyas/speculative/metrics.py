@@ -11,18 +11,27 @@ class SpeculativeMetrics:
     num_draft_tokens: int = 0  # drafted nodes sent to the target (root excluded)
     num_accepted_tokens: int = 0  # drafted tokens the target accepted (bonus excluded)
     accepted_per_pos: list = dataclasses.field(default_factory=list)  # [d-1]: rounds that accepted depth d
+    # [d-1]: rounds that drafted depth d after accepting depth d - 1, so accepted_per_pos[d-1] /
+    # tried_per_pos[d-1] is the acceptance rate at depth d given the path got there.
+    tried_per_pos: list = dataclasses.field(default_factory=list)
     propose_s: float = 0.0
     verify_s: float = 0.0
     accept_s: float = 0.0
 
-    def observe(self, tree_size: int, accepted: int) -> None:
+    def observe(self, tree_size: int, accepted: int, depth: int | None = None) -> None:
+        """depth: the tree's deepest drafted level (default: a chain, tree_size - 1)."""
+        depth = tree_size - 1 if depth is None else depth
         self.num_drafts += 1
         self.num_draft_tokens += tree_size - 1
         self.num_accepted_tokens += accepted
-        if len(self.accepted_per_pos) < accepted:
-            self.accepted_per_pos += [0] * (accepted - len(self.accepted_per_pos))
-        for d in range(accepted):
-            self.accepted_per_pos[d] += 1
+        _count(self.accepted_per_pos, accepted)
+        _count(self.tried_per_pos, min(depth, accepted + 1))
+
+    @property
+    def acceptance_per_pos(self) -> list[float]:
+        """[d-1]: how often depth d was accepted when it was drafted after an accepted d - 1."""
+        return [a / t if t else 0.0 for a, t in zip(self.accepted_per_pos + [0] * len(self.tried_per_pos),
+                                                     self.tried_per_pos)]
 
     @property
     def mean_accepted_length(self) -> float:
@@ -35,9 +44,19 @@ class SpeculativeMetrics:
             "num_draft_tokens": self.num_draft_tokens,
             "num_accepted_tokens": self.num_accepted_tokens,
             "accepted_per_pos": list(self.accepted_per_pos),
+            "tried_per_pos": list(self.tried_per_pos),
+            "acceptance_per_pos": self.acceptance_per_pos,
             "mean_accepted_length": self.mean_accepted_length,
             "mean_tree_size": 1.0 + self.num_draft_tokens / self.num_drafts if self.num_drafts else 0.0,
             "propose_s": self.propose_s,
             "verify_s": self.verify_s,
             "accept_s": self.accept_s,
         }
+
+
+def _count(per_pos: list, n: int) -> None:
+    """Adds one to per_pos[0:n], growing it as needed."""
+    if len(per_pos) < n:
+        per_pos += [0] * (n - len(per_pos))
+    for d in range(n):
+        per_pos[d] += 1
