@@ -108,7 +108,7 @@ class Engine:
     """model: an `eyas.api.Model` (slot 0 uses it; the others are forks). tree: the draft-tree policy."""
 
     def __init__(self, model, *, max_concurrency: int = 4, max_queue: int = 64, tree=None,
-                 metrics: ServerMetrics | None = None):
+                 metrics: ServerMetrics | None = None, start: bool = True):
         if max_concurrency < 1 or max_queue < 0:
             raise ValueError("[serve] --max-concurrency must be >= 1 and --max-queue >= 0")
         self.model = model
@@ -121,6 +121,11 @@ class Engine:
         self._cond = threading.Condition()
         self._stopping = False
         self._thread = threading.Thread(target=self._loop, name="eyas-engine", daemon=True)
+        if start:
+            self.start()
+
+    def start(self) -> None:
+        """Start the worker (Engine(start=False) lets a test fill the queue first)."""
         self._thread.start()
 
     # ---- called from the server's threads -----------------------------------------------------
@@ -130,7 +135,8 @@ class Engine:
         with self._cond:
             if self._stopping:
                 raise ShuttingDown()
-            if len(self._waiting) >= self.max_queue and not self._free_slot_exists():
+            free = sum(s.job is None for s in self.slots)
+            if len(self._waiting) >= self.max_queue + free:  # waiting beyond what free slots take next
                 raise QueueFull()
             self._waiting.append(job)
             self.metrics.queue_depth = len(self._waiting)
@@ -148,7 +154,8 @@ class Engine:
                     if s.job is not None:
                         s.job.cancel()
             self._cond.notify()
-        self._thread.join(timeout)
+        if self._thread.is_alive():
+            self._thread.join(timeout)
 
     @property
     def stopping(self) -> bool:
