@@ -23,7 +23,7 @@ def register(subparsers) -> None:
     add_model_options(p)
     p.add_argument("--system", default=None, help="system message")
     p.add_argument("--max-tokens", type=int, default=512, help="tokens per reply at most")
-    add_sampling_options(p, temperature_help="default: the model's recommendation, else 0.7 (0 = greedy)")
+    add_sampling_options(p, temperature_help="default: the model's recommendation, else 1.0 with top_p 0.9 (0 = greedy)")
     p.set_defaults(func=run)
 
 
