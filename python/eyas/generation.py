@@ -116,12 +116,13 @@ class Generation:
     steps: a `TokenStream` (its metrics() join the result's at the end) or any iterator of token lists."""
 
     def __init__(self, steps: Iterable[list[int]], tokenizer: Tokenizer, *, num_prompt_tokens: int,
-                 max_tokens: int, stop: list[str] | None = None):
+                 max_tokens: int, stop: list[str] | None = None, ignore_eos: bool = False):
         self._steps = iter(steps)
         self._tok = tokenizer
         self._num_prompt = num_prompt_tokens
         self._max = max_tokens
         self._stop = [s for s in (stop or []) if s]
+        self._eos = set() if ignore_eos else set(tokenizer.eos_ids)  # ignore_eos: benchmarks, load tests
         self.result: GenerationResult | None = None
         self._iter = self._run()
 
@@ -141,7 +142,7 @@ class Generation:
         return self.result
 
     def _run(self) -> Iterator[str]:
-        eos = set(self._tok.eos_ids)
+        eos = self._eos
         dec = IncrementalDecoder(self._tok)
         tokens: list[int] = []
         text, sent = "", 0  # full text so far; chars already yielded

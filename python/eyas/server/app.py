@@ -7,6 +7,7 @@ Errors are OpenAI-style bodies; no request can take the process down (a handler 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hmac
 import json
 import secrets
@@ -22,12 +23,19 @@ from eyas.server.protocol import ApiError
 
 MAX_BODY_BYTES = 4 * 1024 * 1024
 RETRY_AFTER_S = 1
-DISCONNECT_POLL_S = 0.25  # how often a non-streaming request checks that its client is still there
+DISCONNECT_POLL_S = 0.25
+SHUTDOWN_JOIN_S = 10  # how long shutdown waits for the engine's current round  # how often a non-streaming request checks that its client is still there
 
 
 def create_app(engine: Engine, *, model_id: str, api_key: str | None = None,
                max_body_bytes: int = MAX_BODY_BYTES) -> FastAPI:
-    app = FastAPI(title="eyas", docs_url=None, redoc_url=None, openapi_url=None)
+    @contextlib.asynccontextmanager
+    async def lifespan(app):
+        yield
+        # uvicorn has let in-flight requests finish (or cancelled them at its graceful timeout)
+        await asyncio.to_thread(engine.shutdown, cancel=True, timeout=SHUTDOWN_JOIN_S)
+
+    app = FastAPI(title="eyas", docs_url=None, redoc_url=None, openapi_url=None, lifespan=lifespan)
     model = engine.model
     metrics = engine.metrics
     defaults = model.recommended_sampling()
@@ -111,7 +119,7 @@ def create_app(engine: Engine, *, model_id: str, api_key: str | None = None,
         if max_tokens > room:
             raise ApiError(400, f"prompt ({len(ids)} tokens) + max_tokens ({max_tokens}) exceeds the context "
                            f"({model.max_context} tokens)", "max_tokens", "context_length_exceeded")
-        return EngineRequest(ids, params.sampling, max_tokens, params.stop, params.logprobs)
+        return EngineRequest(ids, params.sampling, max_tokens, params.stop, params.logprobs, params.ignore_eos)
 
     @app.post("/v1/chat/completions")
     async def chat_completions(request: Request):

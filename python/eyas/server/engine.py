@@ -39,6 +39,7 @@ class Request:
     max_tokens: int
     stop: list[str] | None = None
     logprobs: int | None = None  # None: none; k >= 0: the chosen token's and k alternatives (non-streaming)
+    ignore_eos: bool = False  # generate max_tokens whatever the model says (load tests, benchmarks)
 
 
 class Job:
@@ -213,7 +214,7 @@ class Engine:
                                       policy=self.tree, cached=cached)
             steps = model.lock.hold(_recording(steps, slot.record))
             slot.gen = Generation(steps, self.tokenizer, num_prompt_tokens=len(req.prompt_ids),
-                                  max_tokens=req.max_tokens, stop=req.stop)
+                                  max_tokens=req.max_tokens, stop=req.stop, ignore_eos=req.ignore_eos)
             slot.cached = cached
         except Exception as e:  # noqa: BLE001  (a bad request must not take the worker down)
             self._fail(slot, e)

@@ -47,6 +47,7 @@ class Params:
     stream: bool
     include_usage: bool
     logprobs: int | None  # None: off; k: the chosen token's log-probability and k alternatives
+    ignore_eos: bool  # vLLM's extension: generate max_tokens even past the end of sequence
 
 
 def _number(body: dict, name: str, default, lo: float, hi: float, *, integer: bool = False):
@@ -119,7 +120,7 @@ def common(body: dict, defaults: dict, *, chat: bool) -> Params:
                   "speculative generation); request them without streaming", "unsupported_parameter")
     sampling = SamplingParams(temperature=float(temperature), top_p=float(top_p), top_k=max(int(top_k), 0),
                               seed=None if seed is None else seed % 2**63)
-    return Params(sampling, max_tokens, _stop(body), stream, include_usage, k)
+    return Params(sampling, max_tokens, _stop(body), stream, include_usage, k, _bool(body, "ignore_eos"))
 
 
 ROLES = ("system", "user", "assistant", "developer", "tool")
