@@ -61,6 +61,13 @@ def collect(engine: Engine, requests: list[Request]) -> list[dict]:
     return out
 
 
+def fresh(model, ids: list[int], sampling: SamplingParams, max_tokens: int) -> list[int]:
+    """The tokens after `ids` from a fresh generation (caches reset) on `model`."""
+    steps = generation.stream(model.transformer, ids, sampling, proposer=model.proposer)
+    return generation.Generation(steps, model.tokenizer, num_prompt_tokens=len(ids),
+                                 max_tokens=max_tokens).consume().tokens
+
+
 def alone(model, prompt: str, sampling: SamplingParams, max_tokens: int) -> list[int]:
     """The request served by itself through the Python API."""
     return model.generate(prompt, max_tokens=max_tokens, temperature=sampling.temperature, top_p=sampling.top_p,
@@ -106,9 +113,7 @@ def test_prompt_cache_reuses_the_kv_and_keeps_the_bits(tiny, sampling):
     finally:
         engine.shutdown()
     assert first["cached_tokens"] == 0 and second["cached_tokens"] >= len(first_ids)
-    steps = generation.stream(api.load(tiny, drafter="none").transformer, turn2, sampling)
-    fresh = generation.Generation(steps, model.tokenizer, num_prompt_tokens=len(turn2), max_tokens=10).consume()
-    assert second["tokens"] == fresh.tokens
+    assert second["tokens"] == fresh(api.load(tiny, drafter="none"), turn2, sampling, 10)
 
 
 def test_prompt_cache_keeps_the_proposers_pairs(tiny, caching_family):
@@ -123,14 +128,7 @@ def test_prompt_cache_keeps_the_proposers_pairs(tiny, caching_family):
         engine.shutdown()
     keep = model.proposer.truncations[-1]  # truncated to the pairs still valid, not reset
     assert 0 < keep < second["cached_tokens"] <= len(ids) + 5
-    assert second["tokens"] == fresh_tokens(tiny, turn2, 10)
-
-
-def fresh_tokens(tiny, ids: list[int], max_tokens: int) -> list[int]:
-    """Plain greedy tokens after `ids` on a freshly loaded model."""
-    m = api.load(tiny, drafter="none")
-    steps = generation.stream(m.transformer, ids, SAMPLINGS[0])
-    return generation.Generation(steps, m.tokenizer, num_prompt_tokens=len(ids), max_tokens=max_tokens).consume().tokens
+    assert second["tokens"] == fresh(api.load(tiny, drafter="none"), turn2, SAMPLINGS[0], 10)
 
 
 def test_cached_must_be_a_held_prefix(tiny):
@@ -230,3 +228,29 @@ def test_recommended_sampling(tmp_path, tiny):
     assert model.loaded.sampling == {} and model.recommended_sampling() == api.CHAT_SAMPLING
     model.loaded.sampling = {"temperature": 0.2}
     assert model.recommended_sampling() == {"temperature": 0.2}
+
+
+@pytest.mark.slow
+def test_default_model_with_its_drafter_under_load_and_from_the_cache():
+    """The real EAGLE-3 drafter: seeded sampling under load equals alone, and a second turn served
+    from the prompt cache (target KV and drafter pairs kept) equals the same turn served fresh."""
+    from tests.fixtures.default_model import load_or_skip
+
+    load_or_skip()
+    model = api.load(threads=1, max_context=512)
+    if model.proposer is None:
+        pytest.skip("no bundled drafter fits the default model")
+    sampling = SamplingParams(temperature=0.8, top_p=0.95, seed=5)
+    prompts = [model.encode_prompt(p, chat=True) for p in ("Name a color.", "Say hi.", "Count to three.")]
+    engine = Engine(model, max_concurrency=3, max_queue=8)
+    try:
+        under_load = collect(engine, [Request(ids, sampling, 16) for ids in prompts])
+        turn2 = prompts[0] + under_load[0]["tokens"] + model.encode_prompt("And another?")
+        cached = collect(engine, [Request(turn2, sampling, 16)])[0]
+    finally:
+        engine.shutdown()
+    new = api.load(threads=1, max_context=512)
+    for ids, got in zip(prompts, under_load):
+        assert got["tokens"] == fresh(new, ids, sampling, 16)
+        assert got["speculative"]["num_drafts"] >= 1
+    assert cached["cached_tokens"] > len(prompts[0]) and cached["tokens"] == fresh(new, turn2, sampling, 16)
