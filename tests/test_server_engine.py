@@ -182,6 +182,23 @@ def test_a_failing_request_does_not_stop_the_engine(tiny):
         engine.shutdown()
 
 
+def test_the_engine_owns_its_model_while_it_runs(tiny):
+    """Another thread's generate on the engine's model waits for shutdown (it would clobber the
+    prompt cache), then runs normally."""
+    model = api.load(tiny, drafter="none")
+    want = alone(model, "Hello", SAMPLINGS[0], 6)
+    engine = Engine(model, max_concurrency=1, max_queue=4)
+    collect(engine, [Request(model.encode_prompt("Hello"), SAMPLINGS[0], 6)])
+    got = []
+    t = threading.Thread(target=lambda: got.append(alone(model, "Hello", SAMPLINGS[0], 6)))
+    t.start()
+    t.join(0.5)
+    assert t.is_alive() and got == []
+    engine.shutdown()
+    t.join(30)
+    assert got == [want]
+
+
 def test_model_generate_from_several_threads(tiny):
     """One model, four threads: each waits its turn and gets the output it gets alone."""
     model = api.load(tiny, drafter="none")

@@ -137,7 +137,7 @@ def create_app(engine: Engine, *, model_id: str, api_key: str | None = None,
         body = await read_body(request)
         prompt = protocol.prompt(body)
         params = protocol.common(body, defaults, chat=False)
-        echo = protocol._bool(body, "echo")
+        echo = protocol.boolean(body, "echo")
         if isinstance(prompt, str):
             ids, text = model.encode_prompt(prompt), prompt
         else:

@@ -106,7 +106,10 @@ def speculative_summary(metrics: dict) -> dict:
 
 
 class Engine:
-    """model: an `eyas.api.Model` (slot 0 uses it; the others are forks). tree: the draft-tree policy."""
+    """model: an `eyas.api.Model` (slot 0 uses it; the others are forks). tree: the draft-tree policy.
+
+    The engine owns its model while it runs: its worker holds every slot's lock, so another
+    thread's `model.generate` waits until `shutdown()` instead of clobbering the cached KV."""
 
     def __init__(self, model, *, max_concurrency: int = 4, max_queue: int = 64, tree=None,
                  metrics: ServerMetrics | None = None, start: bool = True):
@@ -176,6 +179,15 @@ class Engine:
         return any(s.job is None for s in self.slots)
 
     def _loop(self) -> None:
+        for slot in self.slots:
+            slot.model.lock.acquire()
+        try:
+            self._serve()
+        finally:
+            for slot in self.slots:
+                slot.model.lock.release()
+
+    def _serve(self) -> None:
         while True:
             with self._cond:
                 while not self._waiting and not any(s.job for s in self.slots) and not self._stopping:
@@ -203,8 +215,11 @@ class Engine:
 
     def _start(self, job: Job, slot: Slot) -> None:
         req = job.request
-        if job.cancelled.is_set():
-            return self._finish(slot, None)
+        if job.cancelled.is_set():  # cancelled while queued: the slot's cache stays as it was
+            slot.job = None
+            self.metrics.cancelled += 1
+            job.emit("error", Cancelled())
+            return
         try:
             cached = slot.reusable(req.prompt_ids)
             slot.record = list(req.prompt_ids)
@@ -212,9 +227,9 @@ class Engine:
             model = slot.model
             steps = generation.stream(model.transformer, req.prompt_ids, req.sampling, proposer=model.proposer,
                                       policy=self.tree, cached=cached)
-            steps = model.lock.hold(_recording(steps, slot.record))
-            slot.gen = Generation(steps, self.tokenizer, num_prompt_tokens=len(req.prompt_ids),
-                                  max_tokens=req.max_tokens, stop=req.stop, ignore_eos=req.ignore_eos)
+            slot.gen = Generation(_recording(steps, slot.record), self.tokenizer,
+                                  num_prompt_tokens=len(req.prompt_ids), max_tokens=req.max_tokens, stop=req.stop,
+                                  ignore_eos=req.ignore_eos)
             slot.cached = cached
         except Exception as e:  # noqa: BLE001  (a bad request must not take the worker down)
             self._fail(slot, e)

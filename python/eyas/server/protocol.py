@@ -74,7 +74,7 @@ def _stop(body: dict) -> list[str] | None:
     return [s for s in stop if s] or None
 
 
-def _bool(body: dict, name: str, default: bool = False) -> bool:
+def boolean(body: dict, name: str, default: bool = False) -> bool:
     v = body.get(name, default)
     if v is None:
         return default
@@ -105,10 +105,10 @@ def common(body: dict, defaults: dict, *, chat: bool) -> Params:
     opts = body.get("stream_options")
     if opts is not None and not isinstance(opts, dict):
         raise bad("stream_options", "must be an object", "invalid_type")
-    stream = _bool(body, "stream")
-    include_usage = _bool(opts or {}, "include_usage")
+    stream = boolean(body, "stream")
+    include_usage = boolean(opts or {}, "include_usage")
     if chat:
-        logprobs = _bool(body, "logprobs")
+        logprobs = boolean(body, "logprobs")
         top = _number(body, "top_logprobs", None, 0, MAX_TOP_LOGPROBS, integer=True)
         if top is not None and not logprobs:
             raise bad("top_logprobs", "needs logprobs=true")
@@ -120,7 +120,7 @@ def common(body: dict, defaults: dict, *, chat: bool) -> Params:
                   "speculative generation); request them without streaming", "unsupported_parameter")
     sampling = SamplingParams(temperature=float(temperature), top_p=float(top_p), top_k=max(int(top_k), 0),
                               seed=None if seed is None else seed % 2**63)
-    return Params(sampling, max_tokens, _stop(body), stream, include_usage, k, _bool(body, "ignore_eos"))
+    return Params(sampling, max_tokens, _stop(body), stream, include_usage, k, boolean(body, "ignore_eos"))
 
 
 ROLES = ("system", "user", "assistant", "developer", "tool")
