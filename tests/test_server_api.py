@@ -231,7 +231,7 @@ def test_client_disconnect_cancels_the_generation(tiny_gguf):
         s.stop()
 
 
-def test_load_and_bit_identity_under_load(server):
+def test_load_and_bit_identity_under_load(server, capsys):
     """32 concurrent streaming clients on 4 slots: none fails, and each greedy / seeded request's text
     is the text it gets alone. Reports time to first token and aggregate tok/s."""
     client = server.client()
@@ -268,8 +268,9 @@ def test_load_and_bit_identity_under_load(server):
     ttfts = sorted(r[0] for r in results)
     tokens = sum(r[2] for r in results)
     p50, p99 = ttfts[len(ttfts) // 2], ttfts[min(len(ttfts) - 1, int(0.99 * len(ttfts)))]
-    print(f"\nload: 32 streaming clients, 0 failed, time to first token p50 {p50 * 1000:.0f} ms, "
-          f"p99 {p99 * 1000:.0f} ms, aggregate {tokens / elapsed:.0f} tok/s")
+    with capsys.disabled():  # the report shows in every run, not only with -s
+        print(f"\n[load] 32 streaming clients, 0 failed, time to first token p50 {p50 * 1000:.0f} ms, "
+              f"p99 {p99 * 1000:.0f} ms, aggregate {tokens / elapsed:.0f} tok/s")
     assert tokens > 0
 
 

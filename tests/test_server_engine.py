@@ -156,8 +156,8 @@ def test_cancel_frees_the_slot(tiny):
     engine = Engine(model, max_concurrency=1, max_queue=4)
     events: queue.Queue = queue.Queue()
     try:
-        job = engine.submit(Request(model.encode_prompt("Hello"), SamplingParams(), 200, stop=["NEVER"]),
-                            lambda kind, payload: events.put(kind))
+        long = Request(model.encode_prompt("Hello"), SamplingParams(), 4000, ignore_eos=True)  # seconds of work
+        job = engine.submit(long, lambda kind, payload: events.put(kind))
         assert events.get(timeout=30) == "text"
         job.cancel()
         while events.get(timeout=30) != "error":

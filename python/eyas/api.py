@@ -152,6 +152,7 @@ class Model:
                  top_p: float = 1.0, top_k: int = 0, seed: int | None = None, stop=None,
                  stream: bool = False, tree=None) -> GenerationResult | Generation:
         """Generate a continuation. stream=True returns an iterator of text pieces (`.result` at the end).
+        One sequence at a time per model: from another thread this waits its turn (`SequenceLock`).
 
         tree: draft-tree policy for speculative decoding, a `TreePolicy` or a string such as
         "4,5,16" (top_k, depth, total nodes), "chain:3" or "auto:3" (0-3 drafted tokens per
