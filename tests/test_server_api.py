@@ -49,7 +49,8 @@ class Server:
     def __init__(self, model: str, *extra: str):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        cmd = [sys.executable, "-m", "eyas.cli", "serve", "--model", model, "--port", str(self.port), "--threads", "1",
+        model_args = ["--model", model] if model else []  # "": the bundled default model
+        cmd = [sys.executable, "-m", "eyas.cli", "serve", *model_args, "--port", str(self.port), "--threads", "1",
                "--log-level", "warning", *extra]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         deadline = time.time() + 60
@@ -316,3 +317,22 @@ def test_full_queue_answers_429(tiny_gguf, monkeypatch):
     assert full.status_code == 429 and full.headers["retry-after"] == "1"
     assert full.json()["error"]["code"] == "queue_full"
     assert first.status_code == 200
+
+
+@pytest.mark.slow
+def test_default_model_end_to_end():
+    """The bundled model and drafter behind the real server: a sensible answer, speculative stats."""
+    from tests.fixtures.default_model import load_or_skip
+
+    load_or_skip()
+    s = Server("", "--max-context", "512", "--max-concurrency", "2")
+    try:
+        client = s.client()
+        model_id = client.models.list().data[0].id
+        r = client.completions.create(model=model_id, prompt="The capital of France is", max_tokens=4, temperature=0)
+        assert "Paris" in r.choices[0].text
+        c = client.chat.completions.create(model=model_id, messages=[{"role": "user", "content": "Say hello."}],
+                                           max_tokens=12, seed=1)
+        assert c.usage.completion_tokens >= 1 and c.model_extra["speculative"]["num_drafts"] >= 1
+    finally:
+        s.stop()
