@@ -215,17 +215,25 @@ def test_error_statuses_through_the_client(server):
 LONG = ("--drafter", "none", "--max-context", "16384", "--max-concurrency", "1")  # generations of seconds
 
 
+def wait_for_metric(server: Server, name: str, value: float, timeout: float = 20) -> None:
+    deadline = time.time() + timeout
+    while server.metric(name) < value and time.time() < deadline:
+        time.sleep(0.05)
+    assert server.metric(name) == value
+
+
 def test_client_disconnect_cancels_the_generation(tiny_gguf):
     s = Server(tiny_gguf, *LONG)
     try:
         body = {"prompt": "Go on", "max_tokens": 16000, "ignore_eos": True, "temperature": 0, "stream": True}
         with httpx.stream("POST", s.url + "/v1/completions", json=body) as r:
             next(r.iter_lines())  # the first event: the request is generating; now hang up
-        deadline = time.time() + 20
-        while s.metric("eyas_requests_cancelled_total") < 1 and time.time() < deadline:
-            time.sleep(0.05)
-        assert s.metric("eyas_requests_cancelled_total") == 1
+        wait_for_metric(s, "eyas_requests_cancelled_total", 1)
         assert s.metric("eyas_requests_running") == 0  # the slot is free again
+        with pytest.raises(httpx.TimeoutException):  # not streaming: the client gives up waiting
+            httpx.post(s.url + "/v1/completions", json={**body, "stream": False}, timeout=0.5)
+        wait_for_metric(s, "eyas_requests_cancelled_total", 2)
+        assert s.metric("eyas_requests_running") == 0
         r = httpx.post(s.url + "/v1/completions", json={"prompt": "Hi", "max_tokens": 3, "ignore_eos": True})
         assert r.json()["usage"]["completion_tokens"] == 3
     finally:

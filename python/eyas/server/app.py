@@ -41,26 +41,15 @@ def create_app(engine: Engine, *, model_id: str, api_key: str | None = None,
     defaults = model.recommended_sampling()
     app.state.engine = engine
 
-    @app.middleware("http")
-    async def guard(request: Request, call_next):
-        endpoint = request.url.path
-        try:
-            if api_key is not None and endpoint.startswith("/v1/"):
-                given = request.headers.get("authorization", "")
-                if not hmac.compare_digest(given.encode(), f"Bearer {api_key}".encode()):
-                    raise ApiError(401, "invalid or missing API key (Authorization: Bearer KEY)", code="invalid_api_key")
-            response = await call_next(request)
-        except ApiError as e:
-            response = error_response(e)
-        except Exception:  # noqa: BLE001  (a bug answers 500; the server keeps serving)
-            response = error_response(ApiError(500, "internal error", code="internal_error"))
-        if endpoint in ROUTES:
-            metrics.count_request(endpoint, response.status_code)
-        return response
+    app.add_middleware(Guard, api_key=api_key, metrics=metrics)
 
     @app.exception_handler(ApiError)
     async def api_error(request: Request, e: ApiError):
         return error_response(e)
+
+    @app.exception_handler(Exception)
+    async def bug(request: Request, e: Exception):  # a bug answers 500; uvicorn logs it and keeps serving
+        return error_response(ApiError(500, f"internal error ({type(e).__name__})", code="internal_error"))
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, e: StarletteHTTPException):
@@ -171,23 +160,25 @@ def create_app(engine: Engine, *, model_id: str, api_key: str | None = None,
         if params.stream:
             return StreamingResponse(sse(job, events, shape, params.include_usage), media_type="text/event-stream",
                                      headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
-        pieces = []
+        gone = asyncio.Event()
+
+        async def watch():  # a client that hangs up cancels its generation
+            while not await request.is_disconnected():
+                await asyncio.sleep(DISCONNECT_POLL_S)
+            gone.set()
+            job.cancel()
+
+        watcher = asyncio.create_task(watch())
         try:
             while True:
-                try:
-                    kind, payload = await asyncio.wait_for(events.get(), DISCONNECT_POLL_S)
-                except asyncio.TimeoutError:
-                    if await request.is_disconnected():
-                        job.cancel()
-                        raise ApiError(499, "client disconnected") from None
-                    continue
-                if kind == "text":
-                    pieces.append(payload)
-                elif kind == "done":
+                kind, payload = await events.get()
+                if kind == "done":
                     return JSONResponse(shape.response(payload))
-                else:
-                    raise generation_error(payload)
+                if kind == "error":
+                    # 499 (the client closed the request, as nginx counts it): for /metrics, nobody reads it
+                    raise ApiError(499, "client disconnected") if gone.is_set() else generation_error(payload)
         finally:
+            watcher.cancel()
             job.cancel()  # no-op when done; frees the slot when the handler was cancelled
 
     async def sse(job, events: asyncio.Queue, shape, include_usage: bool):
@@ -212,6 +203,35 @@ def create_app(engine: Engine, *, model_id: str, api_key: str | None = None,
     return app
 
 
+class Guard:
+    """ASGI middleware: the API key check on /v1/* and the request counter. A plain ASGI wrapper
+    (not Starlette's BaseHTTPMiddleware) so handlers still see the client disconnect."""
+
+    def __init__(self, app, *, api_key: str | None, metrics):
+        self.app, self.api_key, self.metrics = app, api_key, metrics
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        path, status = scope["path"], [500]
+
+        async def send_status(message):
+            if message["type"] == "http.response.start":
+                status[0] = message["status"]
+            await send(message)
+
+        try:
+            if self.api_key is not None and path.startswith("/v1/"):
+                given = dict(scope["headers"]).get(b"authorization", b"")
+                if not hmac.compare_digest(given, f"Bearer {self.api_key}".encode()):
+                    e = ApiError(401, "invalid or missing API key (Authorization: Bearer KEY)", code="invalid_api_key")
+                    return await error_response(e)(scope, receive, send_status)
+            await self.app(scope, receive, send_status)
+        finally:
+            if path in ROUTES:
+                self.metrics.count_request(path, status[0])
+
+
 ROUTES = ("/v1/chat/completions", "/v1/completions", "/v1/models", "/health", "/metrics")
 CREATED = int(time.time())
 DEFAULT_COMPLETION_TOKENS = 16  # OpenAI's default max_tokens for /v1/completions
@@ -223,7 +243,7 @@ def error_response(e: ApiError) -> JSONResponse:
 
 def generation_error(e: Exception) -> ApiError:
     if isinstance(e, Cancelled):
-        return ApiError(503, "the generation was cancelled (server shutting down)", code="cancelled")
+        return ApiError(503, "the generation was cancelled: the server is shutting down", code="cancelled")
     if isinstance(e, ValueError):
         return ApiError(400, str(e), code="invalid_value")
     return ApiError(500, f"generation failed: {type(e).__name__}", code="internal_error")
