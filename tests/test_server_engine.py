@@ -182,6 +182,20 @@ def test_a_failing_request_does_not_stop_the_engine(tiny):
         engine.shutdown()
 
 
+def test_a_failing_receiver_cancels_only_its_own_request(tiny):
+    model = api.load(tiny, drafter="none")
+    engine = Engine(model, max_concurrency=2, max_queue=4)
+
+    def broken(kind, payload):
+        raise RuntimeError("receiver bug")
+
+    try:
+        engine.submit(Request(model.encode_prompt("Hello"), SamplingParams(), 50), broken)
+        assert collect(engine, [Request(model.encode_prompt("Hi"), SamplingParams(), 3)])[0]["completion_tokens"] >= 1
+    finally:
+        engine.shutdown()
+
+
 def test_the_engine_owns_its_model_while_it_runs(tiny):
     """Another thread's generate on the engine's model waits for shutdown (it would clobber the
     prompt cache), then runs normally."""

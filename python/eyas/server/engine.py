@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import logging
 import threading
 import time
 from typing import Callable
@@ -22,6 +23,8 @@ from eyas import generation
 from eyas.generation import Generation, TokenStream
 from eyas.sampling import SamplingParams
 from eyas.server.metrics import ServerMetrics
+
+log = logging.getLogger("eyas.server")
 
 
 class QueueFull(Exception):
@@ -48,10 +51,17 @@ class Job:
 
     def __init__(self, request: Request, emit: Callable[[str, object], None]):
         self.request = request
-        self.emit = emit
+        self._emit = emit
         self.cancelled = threading.Event()
         self.submitted = time.perf_counter()
         self.first_piece: float | None = None
+
+    def emit(self, kind: str, payload) -> None:
+        try:
+            self._emit(kind, payload)
+        except Exception:  # noqa: BLE001  (a receiver's bug must not stop the worker that serves everyone)
+            log.exception("eyas.server: a request's event receiver failed; cancelling it")
+            self.cancel()
 
     def cancel(self) -> None:
         """Stop generating (client gone, or shutdown); the worker frees the slot before its next round."""
