@@ -344,3 +344,29 @@ def test_default_model_end_to_end():
         assert c.usage.completion_tokens >= 1 and c.model_extra["speculative"]["num_drafts"] >= 1
     finally:
         s.stop()
+
+
+def test_a_handler_bug_answers_500_and_the_server_keeps_serving(tiny_gguf, monkeypatch):
+    import eyas.api as api
+    from eyas.server import Engine, create_app
+
+    model = api.load(tiny_gguf, drafter="none")
+    engine = Engine(model, max_concurrency=1, max_queue=4)
+    app = create_app(engine, model_id="tiny")
+    real = model.encode_prompt
+    monkeypatch.setattr(model, "encode_prompt", lambda *a, **k: 1 / 0)
+    body = {"prompt": "Hi", "max_tokens": 2}
+
+    async def go():
+        transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+        async with httpx.AsyncClient(transport=transport, base_url="http://eyas") as c:
+            broken = await c.post("/v1/completions", json=body)
+            monkeypatch.setattr(model, "encode_prompt", real)
+            return broken, await c.post("/v1/completions", json=body)
+
+    try:
+        broken, fine = asyncio.run(go())
+    finally:
+        engine.shutdown()
+    assert broken.status_code == 500 and broken.json()["error"]["code"] == "internal_error"
+    assert fine.status_code == 200 and fine.json()["usage"]["completion_tokens"] >= 1
