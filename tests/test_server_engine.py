@@ -48,6 +48,20 @@ def caching_family(monkeypatch):
     monkeypatch.setitem(proposer_module._FACTORIES, "caching", factory)
 
 
+@pytest.fixture
+def engine_for():
+    """engine_for(model, **options): an Engine that is shut down after the test."""
+    made = []
+
+    def make(model, **options) -> Engine:
+        made.append(Engine(model, **options))
+        return made[-1]
+
+    yield make
+    for engine in made:
+        engine.shutdown()
+
+
 def collect(engine: Engine, requests: list[Request]) -> list[dict]:
     """Submit all at once; each request's final record, in submission order."""
     done: list[queue.Queue] = [queue.Queue() for _ in requests]
@@ -75,26 +89,20 @@ def alone(model, prompt: str, sampling: SamplingParams, max_tokens: int) -> list
 
 
 @pytest.mark.parametrize("sampling", SAMPLINGS, ids=["greedy", "seeded"])
-def test_output_under_load_equals_output_alone(tiny, sampling):
+def test_output_under_load_equals_output_alone(tiny, sampling, engine_for):
     model = api.load(tiny, drafter="none")
     want = [alone(model, p, sampling, 12) for p in PROMPTS]
-    engine = Engine(model, max_concurrency=3, max_queue=16)
-    try:
-        got = collect(engine, [Request(model.encode_prompt(p), sampling, 12) for p in PROMPTS])
-    finally:
-        engine.shutdown()
+    engine = engine_for(model, max_concurrency=3, max_queue=16)
+    got = collect(engine, [Request(model.encode_prompt(p), sampling, 12) for p in PROMPTS])
     assert [g["tokens"] for g in got] == want
 
 
-def test_speculative_output_under_load_equals_plain_output(tiny, caching_family):
+def test_speculative_output_under_load_equals_plain_output(tiny, caching_family, engine_for):
     plain = api.load(tiny, drafter="none")
     want = [alone(plain, p, SAMPLINGS[0], 12) for p in PROMPTS]
     model = api.load(tiny, drafter="x", drafter_family="caching")
-    engine = Engine(model, max_concurrency=3, max_queue=16, tree="3,2,5")
-    try:
-        got = collect(engine, [Request(model.encode_prompt(p), SAMPLINGS[0], 12) for p in PROMPTS])
-    finally:
-        engine.shutdown()
+    engine = engine_for(model, max_concurrency=3, max_queue=16, tree="3,2,5")
+    got = collect(engine, [Request(model.encode_prompt(p), SAMPLINGS[0], 12) for p in PROMPTS])
     assert [g["tokens"] for g in got] == want
     assert all(g["speculative"]["num_drafts"] >= 1 for g in got)
     # every slot drafted with its own proposer: forks share no sequence state
@@ -102,30 +110,24 @@ def test_speculative_output_under_load_equals_plain_output(tiny, caching_family)
 
 
 @pytest.mark.parametrize("sampling", SAMPLINGS, ids=["greedy", "seeded"])
-def test_prompt_cache_reuses_the_kv_and_keeps_the_bits(tiny, sampling):
+def test_prompt_cache_reuses_the_kv_and_keeps_the_bits(tiny, sampling, engine_for):
     model = api.load(tiny, drafter="none")
-    engine = Engine(model, max_concurrency=1, max_queue=4)
-    try:
-        first_ids = model.encode_prompt("Once upon a time")
-        first = collect(engine, [Request(first_ids, sampling, 10)])[0]
-        turn2 = first_ids + first["tokens"] + model.encode_prompt(" and then")
-        second = collect(engine, [Request(turn2, sampling, 10)])[0]
-    finally:
-        engine.shutdown()
+    engine = engine_for(model, max_concurrency=1, max_queue=4)
+    first_ids = model.encode_prompt("Once upon a time")
+    first = collect(engine, [Request(first_ids, sampling, 10)])[0]
+    turn2 = first_ids + first["tokens"] + model.encode_prompt(" and then")
+    second = collect(engine, [Request(turn2, sampling, 10)])[0]
     assert first["cached_tokens"] == 0 and second["cached_tokens"] >= len(first_ids)
     assert second["tokens"] == fresh(api.load(tiny, drafter="none"), turn2, sampling, 10)
 
 
-def test_prompt_cache_keeps_the_proposers_pairs(tiny, caching_family):
+def test_prompt_cache_keeps_the_proposers_pairs(tiny, caching_family, engine_for):
     model = api.load(tiny, drafter="x", drafter_family="caching")
-    engine = Engine(model, max_concurrency=1, max_queue=4, tree="chain:2")
-    try:
-        ids = model.encode_prompt("Once upon a time there was")
-        first = collect(engine, [Request(ids, SAMPLINGS[0], 10)])[0]
-        turn2 = ids + first["tokens"][:5] + [3, 4]
-        second = collect(engine, [Request(turn2, SAMPLINGS[0], 10)])[0]
-    finally:
-        engine.shutdown()
+    engine = engine_for(model, max_concurrency=1, max_queue=4, tree="chain:2")
+    ids = model.encode_prompt("Once upon a time there was")
+    first = collect(engine, [Request(ids, SAMPLINGS[0], 10)])[0]
+    turn2 = ids + first["tokens"][:5] + [3, 4]
+    second = collect(engine, [Request(turn2, SAMPLINGS[0], 10)])[0]
     keep = model.proposer.truncations[-1]  # truncated to the pairs still valid, not reset
     assert 0 < keep < second["cached_tokens"] <= len(ids) + 5
     assert second["tokens"] == fresh(api.load(tiny, drafter="none"), turn2, SAMPLINGS[0], 10)
@@ -139,61 +141,51 @@ def test_cached_must_be_a_held_prefix(tiny):
         generation.stream(model.transformer, [1, 2, 3], SamplingParams(), cached=2)  # holds nothing yet
 
 
-def test_queue_is_bounded(tiny):
+def test_queue_is_bounded(tiny, engine_for):
     model = api.load(tiny, drafter="none")
-    engine = Engine(model, max_concurrency=1, max_queue=1, start=False)
+    engine = engine_for(model, max_concurrency=1, max_queue=1, start=False)
     req = Request(model.encode_prompt("Hello"), SamplingParams(), 4)
     engine.submit(req, lambda *a: None)  # takes the free slot once the worker runs
     engine.submit(req, lambda *a: None)  # waits
     with pytest.raises(QueueFull):
         engine.submit(req, lambda *a: None)
     engine.start()
-    engine.shutdown()
 
 
-def test_cancel_frees_the_slot(tiny):
+def test_cancel_frees_the_slot(tiny, engine_for):
     model = api.load(tiny, drafter="none")
-    engine = Engine(model, max_concurrency=1, max_queue=4)
+    engine = engine_for(model, max_concurrency=1, max_queue=4)
     events: queue.Queue = queue.Queue()
-    try:
-        long = Request(model.encode_prompt("Hello"), SamplingParams(), 4000, ignore_eos=True)  # seconds of work
-        job = engine.submit(long, lambda kind, payload: events.put(kind))
-        assert events.get(timeout=30) == "text"
-        job.cancel()
-        while events.get(timeout=30) != "error":
-            pass
-        after = collect(engine, [Request(model.encode_prompt("Hello"), SamplingParams(), 5)])[0]
-        assert after["tokens"] == alone(api.load(tiny, drafter="none"), "Hello", SamplingParams(), 5)
-        assert engine.metrics.cancelled == 1 and engine.active == 0
-    finally:
-        engine.shutdown()
+    long = Request(model.encode_prompt("Hello"), SamplingParams(), 4000, ignore_eos=True)  # seconds of work
+    job = engine.submit(long, lambda kind, payload: events.put(kind))
+    assert events.get(timeout=30) == "text"
+    job.cancel()
+    while events.get(timeout=30) != "error":
+        pass
+    after = collect(engine, [Request(model.encode_prompt("Hello"), SamplingParams(), 5)])[0]
+    assert after["tokens"] == alone(api.load(tiny, drafter="none"), "Hello", SamplingParams(), 5)
+    assert engine.metrics.cancelled == 1 and engine.active == 0
 
 
-def test_a_failing_request_does_not_stop_the_engine(tiny):
+def test_a_failing_request_does_not_stop_the_engine(tiny, engine_for):
     model = api.load(tiny, drafter="none")
-    engine = Engine(model, max_concurrency=2, max_queue=4)
+    engine = engine_for(model, max_concurrency=2, max_queue=4)
     events: queue.Queue = queue.Queue()
-    try:
-        engine.submit(Request([], SamplingParams(), 5), lambda kind, payload: events.put((kind, payload)))
-        kind, payload = events.get(timeout=30)
-        assert kind == "error" and "[generate] the prompt is empty" in str(payload)
-        assert collect(engine, [Request(model.encode_prompt("Hi"), SamplingParams(), 3)])[0]["completion_tokens"] >= 1
-    finally:
-        engine.shutdown()
+    engine.submit(Request([], SamplingParams(), 5), lambda kind, payload: events.put((kind, payload)))
+    kind, payload = events.get(timeout=30)
+    assert kind == "error" and "[generate] the prompt is empty" in str(payload)
+    assert collect(engine, [Request(model.encode_prompt("Hi"), SamplingParams(), 3)])[0]["completion_tokens"] >= 1
 
 
-def test_a_failing_receiver_cancels_only_its_own_request(tiny):
+def test_a_failing_receiver_cancels_only_its_own_request(tiny, engine_for):
     model = api.load(tiny, drafter="none")
-    engine = Engine(model, max_concurrency=2, max_queue=4)
+    engine = engine_for(model, max_concurrency=2, max_queue=4)
 
     def broken(kind, payload):
         raise RuntimeError("receiver bug")
 
-    try:
-        engine.submit(Request(model.encode_prompt("Hello"), SamplingParams(), 50), broken)
-        assert collect(engine, [Request(model.encode_prompt("Hi"), SamplingParams(), 3)])[0]["completion_tokens"] >= 1
-    finally:
-        engine.shutdown()
+    engine.submit(Request(model.encode_prompt("Hello"), SamplingParams(), 50), broken)
+    assert collect(engine, [Request(model.encode_prompt("Hi"), SamplingParams(), 3)])[0]["completion_tokens"] >= 1
 
 
 def test_the_engine_owns_its_model_while_it_runs(tiny):
@@ -262,7 +254,7 @@ def test_recommended_sampling(tmp_path, tiny):
 
 
 @pytest.mark.slow
-def test_default_model_with_its_drafter_under_load_and_from_the_cache():
+def test_default_model_with_its_drafter_under_load_and_from_the_cache(engine_for):
     """The real EAGLE-3 drafter: seeded sampling under load equals alone, and a second turn served
     from the prompt cache (target KV and drafter pairs kept) equals the same turn served fresh."""
     from tests.fixtures.default_model import load_or_skip
@@ -273,13 +265,10 @@ def test_default_model_with_its_drafter_under_load_and_from_the_cache():
         pytest.skip("no bundled drafter fits the default model")
     sampling = SamplingParams(temperature=0.8, top_p=0.95, seed=5)
     prompts = [model.encode_prompt(p, chat=True) for p in ("Name a color.", "Say hi.", "Count to three.")]
-    engine = Engine(model, max_concurrency=3, max_queue=8)
-    try:
-        under_load = collect(engine, [Request(ids, sampling, 16) for ids in prompts])
-        turn2 = prompts[0] + under_load[0]["tokens"] + model.encode_prompt("And another?")
-        cached = collect(engine, [Request(turn2, sampling, 16)])[0]
-    finally:
-        engine.shutdown()
+    engine = engine_for(model, max_concurrency=3, max_queue=8)
+    under_load = collect(engine, [Request(ids, sampling, 16) for ids in prompts])
+    turn2 = prompts[0] + under_load[0]["tokens"] + model.encode_prompt("And another?")
+    cached = collect(engine, [Request(turn2, sampling, 16)])[0]
     new = api.load(threads=1, max_context=512)
     for ids, got in zip(prompts, under_load):
         assert got["tokens"] == fresh(new, ids, sampling, 16)
