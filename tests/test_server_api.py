@@ -117,6 +117,8 @@ def test_chat_completion_usage_and_speculative(server):
     assert choice.message.role == "assistant" and choice.finish_reason in ("length", "stop")
     assert r.usage.prompt_tokens > 0 and r.usage.total_tokens == r.usage.prompt_tokens + r.usage.completion_tokens
     assert r.usage.completion_tokens == 6 or choice.finish_reason == "stop"
+    newer = chat(server.client(), "Hello there", max_completion_tokens=3, extra_body={"top_k": 5}, **GREEDY)
+    assert newer.usage.completion_tokens == 3 or newer.choices[0].finish_reason == "stop"
     spec = r.model_extra["speculative"]
     assert set(spec) == {"num_drafts", "num_draft_tokens", "num_accepted_tokens", "mean_accepted_length",
                          "accepted_per_pos"}
