@@ -22,7 +22,7 @@ PY_RANK = {
     "drafters": 3,  # drafter checkpoints checked against a loaded target
     "speculative": 4,  # proposers, policy, rounds
     "generation": 5,  # the one generation seam
-    "api": 6, "train": 6,
+    "api": 6, "train": 6, "server": 6,  # server: the engine and HTTP API over loaded models
     "commands": 7, "cli": 7, "__init__": 7, "__main__": 7,
 }
 

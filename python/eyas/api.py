@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 from eyas import generation
-from eyas.generation import Generation, GenerationResult
+from eyas.generation import Generation, GenerationResult, TokenStream
 from eyas.loaders import LoadedModel, load_model
 from eyas.sampling import SamplingParams
 
@@ -59,14 +60,74 @@ def _make_proposer(family: str, drafter, loaded: LoadedModel):
     return make_proposer(family, drafter, loaded)
 
 
+# Sampling for chat when the model recommends none (docs/server.md): greedy decoding of small chat
+# models falls into repetition loops, and so does temperature 0.7 on the default model (eyas has no
+# repetition penalty); the full distribution cut to its 0.9 nucleus answers sensibly.
+CHAT_SAMPLING = {"temperature": 1.0, "top_p": 0.9, "top_k": 0}
+
+
+class ModelBusy(RuntimeError):
+    """A thread asked a model for a second generation while its own first one is still open."""
+
+
+class SequenceLock:
+    """One sequence at a time per model: its KV cache is a single sequence. Another thread waits its
+    turn; the thread that holds it gets a clear error instead of a deadlock (an unfinished stream)."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._owner: int | None = None
+
+    def acquire(self) -> None:
+        if self._owner == threading.get_ident():
+            raise ModelBusy("[generate] this model is already generating: finish or close the open stream "
+                            "first, or use Model.fork() for a second concurrent sequence")
+        self._lock.acquire()
+        self._owner = threading.get_ident()
+
+    def release(self) -> None:
+        self._owner = None
+        self._lock.release()
+
+    def hold(self, steps: TokenStream) -> TokenStream:
+        """`steps` that takes the lock at its first step and gives it back when it ends or is closed."""
+
+        def run():
+            self.acquire()
+            try:
+                yield from steps
+            finally:
+                steps.close()
+                self.release()
+
+        return TokenStream(run(), steps.metrics)
+
+
 class Model:
     """A loaded target model (and optional proposer: the drafter) ready to generate."""
 
-    def __init__(self, loaded: LoadedModel, transformer, proposer, max_context: int):
+    def __init__(self, loaded: LoadedModel, transformer, proposer, max_context: int, *,
+                 kv_dtype: str = DEFAULT_KV_DTYPE):
         self.loaded = loaded
         self.transformer = transformer
         self.proposer = proposer  # an eyas.speculative.Proposer, or None for plain decoding
         self.max_context = max_context
+        self.kv_dtype = kv_dtype
+        self.lock = SequenceLock()
+
+    def fork(self) -> "Model":
+        """Another sequence over the same weights (zero-copy; the runtime may keep its own fused
+        copies): its own KV cache, drafter state and lock, e.g. one per concurrent server request."""
+        proposer = self.proposer.fork() if self.proposer is not None else None
+        transformer = make_transformer(self.loaded.spec, self.loaded.weights, max_context=self.max_context,
+                                       aux_layers=list(self.transformer.aux_layers), kv_dtype=self.kv_dtype)
+        return Model(self.loaded, transformer, proposer, self.max_context, kv_dtype=self.kv_dtype)
+
+    def recommended_sampling(self) -> dict:
+        """temperature/top_p/top_k for chat: the model's own recommendation (generation_config.json,
+        GGUF general.sampling.*) over `CHAT_SAMPLING`."""
+        rec = dict(self.loaded.sampling)
+        return rec if "temperature" in rec else {**CHAT_SAMPLING, **rec}
 
     @property
     def tokenizer(self):
@@ -91,6 +152,7 @@ class Model:
                  top_p: float = 1.0, top_k: int = 0, seed: int | None = None, stop=None,
                  stream: bool = False, tree=None) -> GenerationResult | Generation:
         """Generate a continuation. stream=True returns an iterator of text pieces (`.result` at the end).
+        One sequence at a time per model: from another thread this waits its turn (`SequenceLock`).
 
         tree: draft-tree policy for speculative decoding, a `TreePolicy` or a string such as
         "4,5,16" (top_k, depth, total nodes), "chain:3" or "auto:3" (0-3 drafted tokens per
@@ -109,7 +171,8 @@ class Model:
             raise ValueError(f"[generate] prompt ({len(ids)} tokens) + max_tokens ({max_tokens}) exceeds "
                              f"max_context ({self.max_context}); shorten the prompt, lower max_tokens or "
                              "load with a larger max_context")
-        steps = generation.stream(self.transformer, ids, sampling, proposer=self.proposer, policy=tree)
+        steps = self.lock.hold(generation.stream(self.transformer, ids, sampling, proposer=self.proposer,
+                                                 policy=tree))
         g = Generation(steps, self.tokenizer, num_prompt_tokens=len(ids), max_tokens=max_tokens, stop=stop)
         return g if stream else g.consume()
 
@@ -147,4 +210,4 @@ def load(model: str | Path | None = None, *, drafter="default", drafter_family: 
     aux_layers = list(proposer.aux_layers) if proposer is not None else []
     transformer = make_transformer(loaded.spec, loaded.weights, max_context=max_context, aux_layers=aux_layers,
                                    kv_dtype=kv_dtype)
-    return Model(loaded, transformer, proposer, max_context)
+    return Model(loaded, transformer, proposer, max_context, kv_dtype=kv_dtype)

@@ -12,6 +12,9 @@ import eyas.commands
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="eyas", description="Fast local LLM inference with EAGLE-3 speculative decoding.")
+    from eyas import __version__
+
+    parser.add_argument("--version", action="version", version=f"eyas {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for info in sorted(pkgutil.iter_modules(eyas.commands.__path__), key=lambda i: i.name):
         module = importlib.import_module(f"eyas.commands.{info.name}")

@@ -31,19 +31,23 @@ class GenerationResult:
 
 
 def plain_steps(model, prompt_ids: list[int], sampling: SamplingParams, *,
-                prefill_chunk: int = 512) -> Iterator[list[int]]:
+                prefill_chunk: int = 512, cached: int = 0) -> Iterator[list[int]]:
     """Yields [token] forever: prefill the prompt, then decode one token per step.
 
-    model: the `_core.Transformer` interface (forward + commit); its cache is reset first.
+    model: the `_core.Transformer` interface (forward + commit); its cache is reset first, or
+    truncated to `cached` (the leading prompt ids it already holds), and only the rest is prefilled.
     Greedy sampling asks forward for logits="argmax": the token comes back without the logits
     (the same first-maximum rule as the speculative accept), which saves a copy and a scan.
     Otherwise the C++ sampler draws from the last row with one rng for the whole generation.
     """
-    model.reset()
+    if cached:
+        model.truncate(cached)
+    else:
+        model.reset()
     greedy = sampling.greedy
     rng = None if greedy else sampling.make_rng()
     mode = "argmax" if greedy else "last"
-    ids = np.asarray(prompt_ids, dtype=np.int32)
+    ids = np.asarray(prompt_ids[cached:], dtype=np.int32)
     out = None
     for start in range(0, len(ids), prefill_chunk):
         chunk = ids[start : start + prefill_chunk]
@@ -81,24 +85,29 @@ class TokenStream:
 
 
 def stream(target, prompt_ids, sampling: SamplingParams, *, proposer=None, policy=None,
-           prefill_chunk: int = 512) -> TokenStream:
+           prefill_chunk: int = 512, cached: int = 0) -> TokenStream:
     """Generate after `prompt_ids` until the caller stops iterating.
 
     target: the `_core.Transformer` interface (its cache is reset first; built with the proposer's
     aux_layers when there is one). proposer: an `eyas.speculative.Proposer`, or None for plain
     decoding. policy: the draft-tree policy, a `TreePolicy` or its string form ("4,5,16",
     "chain:3", "auto:3"); None = the proposer's recommendation, else "auto". Plain decoding ignores it.
+    cached: prompt caching: how many leading prompt ids the target (and proposer) already hold from
+    the previous generation on them; those are kept instead of prefilled again (same bits: the kernels
+    are batch-invariant). The caller vouches that they are the ids it committed; 0 = start fresh.
     """
     if not isinstance(sampling, SamplingParams):
         fail(f"sampling must be a SamplingParams, got {type(sampling).__name__}")
     if len(prompt_ids) == 0:
         fail("the prompt is empty")
+    if not isinstance(cached, int) or not 0 <= cached < len(prompt_ids) or (cached and cached > target.length):
+        fail(f"cached must be an int in [0, min(len(prompt_ids) - 1, target.length)], got {cached!r}")
     if proposer is None:
-        return TokenStream(plain_steps(target, prompt_ids, sampling, prefill_chunk=prefill_chunk))
+        return TokenStream(plain_steps(target, prompt_ids, sampling, prefill_chunk=prefill_chunk, cached=cached))
     from eyas.speculative import SpeculativeGenerator
 
     gen = SpeculativeGenerator(target, proposer, policy, prefill_chunk=prefill_chunk)
-    return TokenStream(gen.steps(prompt_ids, sampling), gen.metrics)
+    return TokenStream(gen.steps(prompt_ids, sampling, cached=cached), gen.metrics)
 
 
 class Generation:
@@ -107,12 +116,13 @@ class Generation:
     steps: a `TokenStream` (its metrics() join the result's at the end) or any iterator of token lists."""
 
     def __init__(self, steps: Iterable[list[int]], tokenizer: Tokenizer, *, num_prompt_tokens: int,
-                 max_tokens: int, stop: list[str] | None = None):
+                 max_tokens: int, stop: list[str] | None = None, ignore_eos: bool = False):
         self._steps = iter(steps)
         self._tok = tokenizer
         self._num_prompt = num_prompt_tokens
         self._max = max_tokens
         self._stop = [s for s in (stop or []) if s]
+        self._eos = set() if ignore_eos else set(tokenizer.eos_ids)  # ignore_eos: benchmarks, load tests
         self.result: GenerationResult | None = None
         self._iter = self._run()
 
@@ -122,13 +132,17 @@ class Generation:
     def __next__(self) -> str:
         return next(self._iter)
 
+    def close(self) -> None:
+        """Stop early (e.g. the client went away): closes the steps; `.result` stays None."""
+        self._iter.close()
+
     def consume(self) -> GenerationResult:
         for _ in self._iter:
             pass
         return self.result
 
     def _run(self) -> Iterator[str]:
-        eos = set(self._tok.eos_ids)
+        eos = self._eos
         dec = IncrementalDecoder(self._tok)
         tokens: list[int] = []
         text, sent = "", 0  # full text so far; chars already yielded

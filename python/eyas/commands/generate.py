@@ -1,48 +1,53 @@
-"""`eyas generate PROMPT`: stream a completion to stdout, speeds to stderr (or one JSON object)."""
+"""`eyas generate PROMPT`: stream a completion to stdout, speeds to stderr (or one JSON object).
+PROMPT '-' reads standard input; --prompt-file reads a file."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+from pathlib import Path
 
-from eyas.api import DEFAULT_KV_DTYPE, DEFAULT_MAX_CONTEXT, KV_DTYPES
-from eyas.commands.options import add_drafter_options
+from eyas.commands.options import add_model_options, add_sampling_options, load_model, sampling_from
 
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("generate", help="generate text from a prompt",
                               description="Generate a continuation of PROMPT (streamed to stdout).")
-    p.add_argument("prompt", metavar="PROMPT")
-    p.add_argument("--model", default=None, help="GGUF file or Hugging Face folder (default: bundled SmolLM2-135M)")
+    p.add_argument("prompt", metavar="PROMPT", nargs="?", default=None,
+                   help="the prompt; '-' reads it from standard input")
+    p.add_argument("--prompt-file", default=None, help="read the prompt from this file")
     p.add_argument("--chat", action="store_true", help="wrap the prompt in the model's chat template")
+    p.add_argument("--system", default=None, help="system message (implies --chat)")
     p.add_argument("--max-tokens", type=int, default=256)
-    p.add_argument("--temperature", type=float, default=0.0, help="0 = greedy")
-    p.add_argument("--top-p", type=float, default=1.0)
-    p.add_argument("--top-k", type=int, default=0, help="0 = no limit")
-    p.add_argument("--seed", type=int, default=None)
-    p.add_argument("--threads", type=int, default=None)
-    p.add_argument("--max-context", type=int, default=DEFAULT_MAX_CONTEXT)
-    p.add_argument("--kv-dtype", choices=KV_DTYPES, default=DEFAULT_KV_DTYPE,
-                   help="KV cache precision: f16 (default, as llama.cpp: half the bytes per token of context) "
-                        "or f32")
-    add_drafter_options(p)
-    p.add_argument("--tree", default=None,
-                   help="draft tree 'TOP_K,DEPTH,TOTAL', 'chain:DEPTH' or 'auto[:MAX_DEPTH]' (default: the drafter's "
-                        "recommendation, else auto: a chain of 0-3 tokens per round, as deep as pays)")
+    add_sampling_options(p, temperature_help="0 = greedy (default)")
+    add_model_options(p)
     p.add_argument("--stop", action="append", default=None, help="stop string (repeatable)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of streaming")
     p.set_defaults(func=run)
 
 
-def run(args: argparse.Namespace) -> int:
-    import eyas
+def read_prompt(args) -> str:
+    if args.prompt_file is not None:
+        if args.prompt is not None:
+            raise ValueError("[generate] give PROMPT or --prompt-file, not both")
+        try:
+            return Path(args.prompt_file).read_text(encoding="utf-8")
+        except OSError as e:
+            raise ValueError(f"[generate] cannot read --prompt-file: {e.strerror}: {args.prompt_file}") from None
+    if args.prompt is None:
+        raise ValueError("[generate] no prompt: give PROMPT, '-' (standard input) or --prompt-file")
+    return sys.stdin.read() if args.prompt == "-" else args.prompt
 
-    model = eyas.load(args.model, drafter=args.drafter, drafter_family=args.drafter_family, threads=args.threads,
-                      max_context=args.max_context, kv_dtype=args.kv_dtype)
-    gen = model.generate(args.prompt, chat=args.chat, max_tokens=args.max_tokens, temperature=args.temperature,
-                         top_p=args.top_p, top_k=args.top_k, seed=args.seed, stop=args.stop, stream=True,
-                         tree=args.tree)
+
+def run(args: argparse.Namespace) -> int:
+    text = read_prompt(args)
+    model = load_model(args)
+    prompt, chat = text, args.chat
+    if args.system is not None:
+        prompt, chat = [{"role": "system", "content": args.system}, {"role": "user", "content": text}], True
+    gen = model.generate(prompt, chat=chat, max_tokens=args.max_tokens, **sampling_from(args, {}), stop=args.stop,
+                         stream=True, tree=args.tree)
     if args.json:
         r = gen.consume()
         print(json.dumps({"text": r.text, "tokens": r.tokens, "finish_reason": r.finish_reason,

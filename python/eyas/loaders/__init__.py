@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from eyas.chat import ChatTemplate
+from eyas.loaders import sampling as recommended
 from eyas.tokenizer import Tokenizer
 
 
@@ -21,6 +22,8 @@ class LoadedModel:
     context_length: int  # trained context (0 = unknown)
     rope_theta: float  # rope base (the spec holds the inverse frequencies; drafter configs name the base)
     owner: Any  # keeps the memory maps alive
+    # The authors' recommended sampling (temperature / top_p / top_k it names; empty: none given).
+    sampling: dict = dataclasses.field(default_factory=dict)
 
     @property
     def num_layers(self) -> int:
@@ -51,7 +54,7 @@ def _load_gguf(path: Path) -> LoadedModel:
                                 bos_token=_tok_text(tokens, meta.get("tokenizer.ggml.bos_token_id")),
                                 eos_token=_tok_text(tokens, meta.get("tokenizer.ggml.eos_token_id")))
     ctx, theta = spec.pop("context_length", 0), spec.pop("rope_theta")
-    return LoadedModel(path, "gguf", spec, weights, tok, template, ctx, theta, owner)
+    return LoadedModel(path, "gguf", spec, weights, tok, template, ctx, theta, owner, recommended.from_gguf(meta))
 
 
 def _tok_text(tokens: list[str], i) -> str:
@@ -75,4 +78,4 @@ def _load_hf(path: Path) -> LoadedModel:
             return entry.get("content", "") if isinstance(entry, dict) else (entry or "")
         template = ChatTemplate(source, bos_token=text(tcfg.get("bos_token")), eos_token=text(tcfg.get("eos_token")))
     ctx, theta = spec.pop("context_length", 0), spec.pop("rope_theta")
-    return LoadedModel(path, "hf", spec, weights, tok, template, ctx, theta, weights)
+    return LoadedModel(path, "hf", spec, weights, tok, template, ctx, theta, weights, recommended.from_hf_folder(path))

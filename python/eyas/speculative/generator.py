@@ -49,18 +49,27 @@ class SpeculativeGenerator:
     def metrics(self) -> dict:
         return self.stats.as_dict()
 
-    def steps(self, prompt_ids, sampling) -> Iterator[list[int]]:
-        """sampling: `eyas.sampling.SamplingParams`; one rng serves the first token and every round."""
+    def steps(self, prompt_ids, sampling, *, cached: int = 0) -> Iterator[list[int]]:
+        """sampling: `eyas.sampling.SamplingParams`; one rng serves the first token and every round.
+        cached: leading prompt ids the target already holds (prompt caching, `eyas.generation.stream`)."""
         target, proposer = self.target, self.proposer
-        target.reset()
-        proposer.reset(target.capacity)
+        # The proposer's pair p is (feature of position p, token p + 1): it stays valid while token
+        # p + 1 is still a cached prompt id; the target recomputes the features from there on.
+        keep = min(cached - 1, proposer.length) if cached > 0 else 0
+        if keep > 0:
+            target.truncate(keep)
+            proposer.truncate(keep)
+        else:
+            keep = 0
+            target.reset()
+            proposer.reset(target.capacity)
         self.stats = SpeculativeMetrics()
         rng = sampling.make_rng()
         ids = np.asarray(prompt_ids, dtype=np.int32)
-        aux, logits = self._prefill(ids)
+        aux, logits = self._prefill(ids[keep:])
         first = sampling.sample(logits[-1], rng)  # the same draw plain decoding makes
         yield [first]
-        pending_aux, pending_tokens = aux, np.append(ids[1:], np.int32(first)).astype(np.int32)
+        pending_aux, pending_tokens = aux, np.append(ids[keep + 1:], np.int32(first)).astype(np.int32)
         # Greedy output never depends on the drafts, so there the depth may follow measured times;
         # under sampling it follows a fixed cost model, so a seed's draws do not depend on the load.
         greedy = sampling.greedy

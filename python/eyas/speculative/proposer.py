@@ -8,6 +8,7 @@ knows which family it runs (DESIGN §8).
 from __future__ import annotations
 
 import abc
+import copy
 from typing import Callable
 
 import numpy as np
@@ -52,6 +53,23 @@ class Proposer(abc.ABC):
     @abc.abstractmethod
     def propose(self, policy: TreePolicy) -> DraftTree:
         """A draft tree rooted at the last ingested token, within `policy`'s shape."""
+
+    # Prompt caching and serving several sequences; the defaults are always correct, only slower
+    # (a family that keeps no per-pair state to reuse reports length 0, so the generator resets it).
+
+    @property
+    def length(self) -> int:
+        """Pairs ingested since the last reset that `truncate` can keep (0: nothing reusable)."""
+        return 0
+
+    def truncate(self, n: int) -> None:
+        """Keep the first n ingested pairs (n <= length)."""
+        if n != 0:
+            fail(f"{type(self).__name__} cannot keep {n} ingested pairs (its length is 0)")
+
+    def fork(self) -> "Proposer":
+        """A proposer over the same weights with its own sequence state, for a second concurrent sequence."""
+        return copy.deepcopy(self)
 
 
 _FACTORIES: dict[str, Callable[..., Proposer | None]] = {}

@@ -3,6 +3,8 @@ EAGLE-2 dynamic tree expansion) behind the `Proposer` protocol."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from eyas.drafters.eagle3 import Drafter
@@ -35,6 +37,18 @@ class Eagle3Proposer(Proposer):
 
     def ingest(self, features: np.ndarray, tokens: np.ndarray) -> None:
         self._runtime.ingest(features, tokens)
+
+    @property
+    def length(self) -> int:
+        return self._runtime.length if self._runtime is not None else 0
+
+    def truncate(self, n: int) -> None:
+        self._runtime.truncate(n)
+
+    def fork(self) -> "Eagle3Proposer":
+        # Drafter caches its C++ runtime (the drafter's KV) per capacity: the fork gets its own cache
+        # over the same weight arrays.
+        return Eagle3Proposer(dataclasses.replace(self.drafter, _runtimes={}))
 
     def propose(self, policy: TreePolicy) -> DraftTree:
         t = self._runtime.expand(policy.top_k, policy.depth, policy.total_tokens)
