@@ -114,19 +114,10 @@ def test_load_rejects_an_unknown_drafter_family(tiny):
 def test_a_registered_family_reaches_the_generator(tiny, monkeypatch):
     """eyas.load hands (drafter, loaded model) to the family's factory; Model.generate runs the
     proposer it made without knowing its family, and greedy output stays the plain output."""
-    from eyas.speculative import proposer as proposer_module
-    from tests.test_speculative_proposer import Random
+    from tests.test_speculative_proposer import register_family
 
     made = []
-
-    def factory(drafter, loaded):
-        p = Random(seed=1, vocab=loaded.spec["vocab_size"])
-        p.aux_layers = p.feature_layers = [0, 1]
-        p.hidden = loaded.spec["hidden_size"]
-        made.append((drafter, p))
-        return p
-
-    monkeypatch.setitem(proposer_module._FACTORIES, "random", factory)
+    register_family(monkeypatch, "random", seed=1, made=made)
     plain = api.load(tiny, drafter_family="none").generate("Hello world", max_tokens=12)
     m = api.load(tiny, drafter="my-drafter", drafter_family="random")
     assert made[0][0] == "my-drafter" and m.proposer is made[0][1]

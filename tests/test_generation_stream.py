@@ -11,10 +11,9 @@ from eyas.cli import main
 from eyas.commands.bench import bench
 from eyas.sampling import SamplingParams
 from eyas.speculative import TreePolicy
-from eyas.speculative import proposer as proposer_module
 from tests.test_cli import one_thread_models, tiny  # noqa: F401  (fixtures: a tiny GGUF, one-thread models)
 from tests.test_speculative_bench import FakeModel
-from tests.test_speculative_proposer import Random
+from tests.test_speculative_proposer import Random, register_family
 
 
 @pytest.fixture
@@ -32,13 +31,7 @@ def calls(monkeypatch):
 
 @pytest.fixture
 def random_family(monkeypatch):
-    def factory(drafter, loaded):
-        p = Random(seed=2, vocab=loaded.spec["vocab_size"])
-        p.aux_layers = p.feature_layers = [0, 1]
-        p.hidden = loaded.spec["hidden_size"]
-        return p
-
-    monkeypatch.setitem(proposer_module._FACTORIES, "random", factory)
+    register_family(monkeypatch, "random")
 
 
 def test_api_goes_through_stream(tiny, calls, random_family):

@@ -13,9 +13,8 @@ import eyas.api as api
 from eyas import generation
 from eyas.sampling import SamplingParams
 from eyas.server.engine import Engine, QueueFull, Request
-from eyas.speculative import proposer as proposer_module
 from tests.test_cli import one_thread_models, tiny  # noqa: F401  (fixtures: a tiny GGUF, one-thread models)
-from tests.test_speculative_proposer import Random
+from tests.test_speculative_proposer import Random, register_family
 
 PROMPTS = ["Hello world", "The quick brown fox", "a", "Once upon a time there was", "1 2 3 4", "zzz"]
 SAMPLINGS = [SamplingParams(), SamplingParams(temperature=0.8, top_p=0.9, top_k=20, seed=7)]
@@ -39,13 +38,7 @@ class Caching(Random):
 
 @pytest.fixture
 def caching_family(monkeypatch):
-    def factory(drafter, loaded):
-        p = Caching(seed=2, vocab=loaded.spec["vocab_size"])
-        p.aux_layers = p.feature_layers = [0, 1]
-        p.hidden = loaded.spec["hidden_size"]
-        return p
-
-    monkeypatch.setitem(proposer_module._FACTORIES, "caching", factory)
+    register_family(monkeypatch, "caching", Caching)
 
 
 @pytest.fixture

@@ -67,6 +67,22 @@ class Random(Oracle):
         return tree_from([self.ingested[-1]] + self.rng.integers(0, self.vocab, n - 1).tolist(), parents)
 
 
+def register_family(monkeypatch, name, cls=None, seed=2, made=None):
+    """Registers `name` for this test: its factory builds cls (default Random) over the loaded
+    target's vocabulary, reading aux layers [0, 1]; each (drafter, proposer) goes to `made`."""
+    from eyas.speculative import proposer as proposer_module
+
+    def factory(drafter, loaded):
+        p = (cls or Random)(seed=seed, vocab=loaded.spec["vocab_size"])
+        p.aux_layers = p.feature_layers = [0, 1]
+        p.hidden = loaded.spec["hidden_size"]
+        if made is not None:
+            made.append((drafter, p))
+        return p
+
+    monkeypatch.setitem(proposer_module._FACTORIES, name, factory)
+
+
 @pytest.fixture(scope="module")
 def target():
     spec, core = make_target()
