@@ -23,6 +23,7 @@ static inline float H2F(uint16_t h) { return _cvtsh_ss(h); }  // F16C: exact, as
 #include "cpu/quant/dot_generic.h"
 #include "cpu/quant/simd_avx512.h"
 #include "cpu/quant/q4pack_avx512.h"
+#include "cpu/quant/kquant_avx512.h"
 }  // namespace avx512_impl
 }  // namespace eyas::cpu::quant
 #pragma GCC pop_options
@@ -47,6 +48,9 @@ const Table* table_avx512() {
     t.q4pack_min_rows = 1;
     t.cols[kQ5_0] = &cols_q4x4<kQ5_0>;
     t.cols[kQ5_1] = &cols_q4x4<kQ5_1>;
+    t.cols[kQ4_K] = &cols_kquant_v<kQ4_K>;
+    t.cols[kQ5_K] = &cols_kquant_v<kQ5_K>;
+    t.cols[kQ6_K] = &cols_kquant_v<kQ6_K>;
     return t;
   }();
   return &tb;
