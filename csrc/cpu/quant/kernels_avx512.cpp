@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "cpu/quant/kquant_sums.h"
 #include "cpu/quant/q4pack.h"
 #include "cpu/quant/scratch.h"
 

@@ -34,9 +34,9 @@ static inline float add_in_order_n(float acc, __m128 p, int n) {
 
 // Q4_K / Q5_K: 12 scale bytes -> 8 six-bit scales (low 8 bytes) and 8 mins (high), as kquant_scales.
 static inline __m128i kscales_minmax(const uint8_t* p) {
-  const uint32_t u0 = rd32(p), u1 = rd32(p + 4), u2 = rd32(p + 8), m6 = 0x3f3f3f3fu, m4 = 0x0f0f0f0fu, m2 = 0x03030303u;
-  const uint32_t sc_hi = (u2 & m4) | (((u0 >> 6) & m2) << 4), mn_hi = ((u2 >> 4) & m4) | (((u1 >> 6) & m2) << 4);
-  return _mm_setr_epi32(int(u0 & m6), int(sc_hi), int(u1 & m6), int(mn_hi));
+  alignas(16) uint32_t w[4];
+  kquant_scales_words(p, w);
+  return _mm_load_si128(reinterpret_cast<const __m128i*>(w));
 }
 
 template <WKind K>
@@ -95,15 +95,6 @@ static inline float kgroup_row(const KGroup4& g, int n, const int8_t* xq, const 
   if constexpr (K == kQ6_K) return add_in_order_n(acc, p1, n);
   const __m128 p2 = _mm_mul_ps(_mm_cvtepi32_ps(ksum4(m[0], m[1], m[2], m[3])), _mm_mul_ps(_mm_load_ps(g.dmin), dx));
   return add_in_order_n(acc, _mm_sub_ps(p1, p2), n);
-}
-
-// Per-16 activation sums of every row as int16 (|sum| <= 16 * 127), for the word multiplies.
-static inline int16_t* ksums16(const Job& j) {
-  const int64_t per = j.k / 16;
-  int16_t* s16 = reinterpret_cast<int16_t*>(thread_scratch<kScratchKernel>(size_t(j.t * per) * 2 + 64));
-  for (int64_t t = 0; t < j.t; ++t)
-    for (int64_t i = 0; i < per; ++i) s16[t * per + i] = int16_t(j.act.s[t * j.act.s_per_row + i]);
-  return s16;
 }
 
 template <WKind K>
