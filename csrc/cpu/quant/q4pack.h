@@ -17,6 +17,16 @@
 //   [0, 512)    for r = 0..7, row c = 0..15: qs bytes 4r..4r+3 of row c, each + 128 (as u8), so
 //               vpdpbusd takes them as its unsigned operand; the kernel subtracts 128 * sum(x_q)
 //   [512, 544)  d of the 16 rows (f16[16])
+//
+// Q4_K (read by the AVX-512 VNNI path at every T), kQ4KPackBlockBytes per 16 rows and 256-block,
+// no padding (37 x 64 bytes, 1.028x the GGUF bytes):
+//   [0, 2048)     for c = 0..3, r = 0..7, row i = 0..15: qs bytes 32c + 4r .. + 3 of row i, so the
+//                 low nibbles of the 64 bytes at 512c + 64r are elements 64c + 4r .. + 3 of the 16
+//                 rows (sub-block 2c), the high nibbles elements 64c + 32 + 4r .. (sub-block 2c + 1)
+//   [2048, 2176)  six-bit scales: for j = 0..7, row i: scale j of row i (u8)
+//   [2176, 2304)  mins: for p = 0..3, row i: mins 2p, 2p + 1 of row i (u8 pairs: one dword of words
+//                 per row once widened)
+//   [2304, 2336)  d of the 16 rows (f16[16]);  [2336, 2368)  dmin of the 16 rows (f16[16])
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -27,14 +37,17 @@ namespace eyas::cpu::quant {
 
 constexpr int kQ4PackBlockBytes = 320;
 constexpr int kQ8PackBlockBytes = 544;
+constexpr int kQ4KPackBlockBytes = 2368;
 
 inline bool q4_packable(WKind k) { return k == kQ4_0 || k == kQ4_1; }
 
-inline int pack_block_bytes(WKind k) { return k == kQ8_0 ? kQ8PackBlockBytes : kQ4PackBlockBytes; }
+inline int pack_block_bytes(WKind k) {
+  return k == kQ8_0 ? kQ8PackBlockBytes : k == kQ4_K ? kQ4KPackBlockBytes : kQ4PackBlockBytes;
+}
 
-// Bytes of the packed form of an [n, k] weight of type `kind` (Q4_0, Q4_1 or Q8_0).
+// Bytes of the packed form of an [n, k] weight of type `kind` (Q4_0, Q4_1, Q8_0 or Q4_K).
 inline size_t pack_bytes(WKind kind, int64_t n, int64_t k) {
-  return size_t(n / 16) * size_t(k / 32) * size_t(pack_block_bytes(kind));
+  return size_t(n / 16) * size_t(k / (kind == kQ4_K ? 256 : 32)) * size_t(pack_block_bytes(kind));
 }
 
 // Packs 16-row groups [g0, g1) of w ([n] rows of wrow bytes, GGUF Q4_0/Q4_1) into out (the whole
@@ -43,5 +56,8 @@ void q4_pack(WKind kind, const uint8_t* w, size_t wrow, int64_t k, int64_t g0, i
 
 // The same for GGUF Q8_0 (layout above).
 void q8_pack(const uint8_t* w, size_t wrow, int64_t k, int64_t g0, int64_t g1, uint8_t* out);
+
+// The same for GGUF Q4_K (layout above).
+void q4k_pack(const uint8_t* w, size_t wrow, int64_t k, int64_t g0, int64_t g1, uint8_t* out);
 
 }  // namespace eyas::cpu::quant

@@ -1,0 +1,126 @@
+// AVX-512 VNNI on the repacked Q4_K weights (q4pack.h), included after q4pack_avx512.h and
+// kquant_avx512.h in TUs compiled for AVX-512 VNNI. As for the Q4 pack, vpdpbusd against a
+// broadcast activation dword gives 16 rows' sub-block dots in 16 lanes (no horizontal sums); the
+// sub-block scales multiply them as int32 (vpmulld) and the mins meet the activation sums with
+// vpdpwssd, all exact, so i1 and i2 are dot_generic.h's integers; the float epilogue is
+// kblock_term's per block, added in block order.
+// (No include guard: included once per ISA namespace.)
+
+// Per call: sums of each 32-element sub-block pair as two int16 in one dword, [row][block][p]
+// (p = 0..3: sub-blocks 2p, 2p + 1), matching the packed mins' word pairs.
+static inline int32_t* q4k_sum_pairs(const Job& j) {
+  const int64_t nb = j.k / 256;
+  int32_t* out = reinterpret_cast<int32_t*>(thread_scratch<kScratchKernel>(size_t(j.t * nb) * 16 + 64));
+  for (int64_t t = 0; t < j.t; ++t)
+    for (int64_t b = 0; b < nb; ++b) {
+      const int32_t* s = j.act.s + t * j.act.s_per_row + b * 16;
+      for (int p = 0; p < 4; ++p) {
+        const uint32_t lo = uint16_t(int16_t(s[4 * p] + s[4 * p + 1])), hi = uint16_t(int16_t(s[4 * p + 2] + s[4 * p + 3]));
+        out[(t * nb + b) * 4 + p] = int32_t(lo | (hi << 16));
+      }
+    }
+  return out;
+}
+
+// RT rows x 16 columns for S column groups at once (see q4v_rows for why several groups).
+template <int RT, int S>
+static void q4k_rows(const Job& j, const int32_t* pairs, const int64_t (&n)[S], int64_t r0) {
+  const int64_t nb = j.k / 256;
+  const uint8_t* src[S];
+  for (int g = 0; g < S; ++g) src[g] = j.wpack + size_t(n[g] / 16) * size_t(nb) * kQ4KPackBlockBytes;
+  const __m512i m4 = _mm512_set1_epi8(0x0F);
+  const uint8_t* xq0 = reinterpret_cast<const uint8_t*>(j.act.qs + r0 * j.k);
+  __m512 acc[S][RT];
+#pragma GCC unroll 16
+  for (int g = 0; g < S; ++g)
+#pragma GCC unroll 16
+    for (int t = 0; t < RT; ++t) acc[g][t] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+#pragma GCC unroll 16
+    for (int g = 0; g < S; ++g) {
+      const uint8_t* s = src[g] + b * kQ4KPackBlockBytes;
+      __m512i i1[RT];
+#pragma GCC unroll 16
+      for (int t = 0; t < RT; ++t) i1[t] = _mm512_setzero_si512();
+#pragma GCC unroll 4
+      for (int c = 0; c < 4; ++c) {
+        __m512i dl[RT], dh[RT];
+#pragma GCC unroll 16
+        for (int t = 0; t < RT; ++t) dl[t] = dh[t] = _mm512_setzero_si512();
+#pragma GCC unroll 8
+        for (int r = 0; r < 8; ++r) {
+          const __m512i v = _mm512_loadu_si512(s + 512 * c + 64 * r);
+          const __m512i lo = _mm512_and_si512(v, m4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+#pragma GCC unroll 16
+          for (int t = 0; t < RT; ++t) {
+            const uint8_t* xq = xq0 + t * j.k + b * 256 + 64 * c + 4 * r;
+            dl[t] = dpbusd_bcast(dl[t], lo, xq);
+            dh[t] = dpbusd_bcast(dh[t], hi, xq + 32);
+          }
+        }
+        const __m512i scl = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + 2048 + 32 * c)));
+        const __m512i sch = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + 2064 + 32 * c)));
+#pragma GCC unroll 16
+        for (int t = 0; t < RT; ++t)
+          i1[t] = _mm512_add_epi32(i1[t], _mm512_add_epi32(_mm512_mullo_epi32(dl[t], scl), _mm512_mullo_epi32(dh[t], sch)));
+      }
+      __m512i mw[4];
+#pragma GCC unroll 4
+      for (int p = 0; p < 4; ++p) mw[p] = _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + 2176 + 32 * p)));
+      const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + 2304)));
+      const __m512 dmw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + 2336)));
+#pragma GCC unroll 16
+      for (int t = 0; t < RT; ++t) {
+        const int32_t* pr = pairs + ((r0 + t) * nb + b) * 4;
+        __m512i i2 = _mm512_setzero_si512();
+#pragma GCC unroll 4
+        for (int p = 0; p < 4; ++p) i2 = _mm512_dpwssd_epi32(i2, mw[p], _mm512_set1_epi32(pr[p]));
+        const __m512 dx = _mm512_set1_ps(j.act.d[(r0 + t) * j.act.d_per_row + b]);
+        const __m512 pv = _mm512_sub_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(i1[t]), _mm512_mul_ps(dw, dx)),
+                                        _mm512_mul_ps(_mm512_cvtepi32_ps(i2), _mm512_mul_ps(dmw, dx)));
+        acc[g][t] = _mm512_add_ps(acc[g][t], pv);
+      }
+    }
+  }
+  for (int g = 0; g < S; ++g)
+    for (int t = 0; t < RT; ++t) _mm512_storeu_ps(j.y + (r0 + t) * j.n + n[g], acc[g][t]);
+}
+
+// Rows [r, r + RT) of the 16-column groups in [n0, n1): up to 2 rows walk kQ4Streams evenly
+// spaced group ranges (several weight streams per core, as the Q4 pack path), more rows one group
+// at a time (their accumulators would not fit the registers).
+template <int RT>
+static void q4k_groups(const Job& j, const int32_t* pairs, int64_t n0, int64_t n1, int64_t r) {
+  int64_t n = n0;
+  if (RT <= 2) {
+    const int64_t per = (n1 - n0) / 16 / kQ4Streams * 16;
+    for (int64_t i = 0; i < per; i += 16) {
+      int64_t ns[kQ4Streams];
+      for (int g = 0; g < kQ4Streams; ++g) ns[g] = n0 + g * per + i;
+      q4k_rows<RT, kQ4Streams>(j, pairs, ns, r);
+    }
+    n = n0 + kQ4Streams * per;
+  }
+  for (; n < n1; n += 16) q4k_rows<RT, 1>(j, pairs, {n}, r);
+}
+
+// Every row over the pack; rows past N / 16 * 16 (and every row without a pack) on the GGUF path.
+inline void cols_q4k_packed(const Job& j, int64_t n0, int64_t n1) {
+  const int64_t full = j.wpack ? n0 + (n1 - n0) / 16 * 16 : n0;
+  if (full > n0) {
+    const int32_t* pairs = q4k_sum_pairs(j);
+    if (j.t == 1) q4k_groups<1>(j, pairs, n0, full, 0);
+    else if (j.t == 2) q4k_groups<2>(j, pairs, n0, full, 0);
+    else if (j.t == 3) q4k_groups<3>(j, pairs, n0, full, 0);
+    else
+      for (int64_t n = n0; n < full; n += 16) {  // 4 rows a pass; the group stays in cache for the next
+        const int64_t one[1] = {n};
+        int64_t r = 0;
+        for (; r + 4 <= j.t; r += 4) q4k_rows<4, 1>(j, pairs, one, r);
+        if (j.t - r == 3) q4k_rows<3, 1>(j, pairs, one, r);
+        if (j.t - r == 2) q4k_rows<2, 1>(j, pairs, one, r);
+        if (j.t - r == 1) q4k_rows<1, 1>(j, pairs, one, r);
+      }
+  }
+  if (full < n1) cols_kquant_v<kQ4_K>(j, full, n1);  // after: it reuses the kernel scratch
+}
