@@ -69,22 +69,23 @@ PACK_ISAS = [i for i in ("avx512", "amx") if i in _core.ops.available_isas()]
 
 
 @pytest.mark.skipif(not PACK_ISAS, reason="no AVX-512 VNNI on this CPU")
+@pytest.mark.parametrize("wtype", ["Q4_K", "Q5_K"])
 @pytest.mark.parametrize("n, blocks", [(200, 8), (37, 5), (1000, 1), (16, 3)])  # streams + remainder, tail rows
-def test_q4_k_pack_path_matches_scalar(n, blocks):
-    # VNNI over the Q4_K repack (q4pack.h) at every T: the 16-column groups, the weight streams
+def test_k_pack_path_matches_scalar(wtype, n, blocks):
+    # VNNI over the Q4_K / Q5_K repack (q4pack.h) at every T: the 16-column groups, the weight streams
     # of T <= 2, 4-row passes and their remainders, and rows past N // 16 * 16 on the GGUF path.
     rng = np.random.default_rng(n + blocks)
     k = 256 * blocks
-    w = qr.random_weights(rng, "Q4_K", n, k)
+    w = qr.random_weights(rng, wtype, n, k)
     x = rng.standard_normal((40, k), dtype=np.float32)
     x[1] *= 1e-4
     x[7] = np.abs(x[7]) * 1e3
     _core.ops.set_isa("scalar")
-    want = _core.ops.matmul(x, w, "Q4_K", (n, k))
+    want = _core.ops.matmul(x, w, wtype, (n, k))
     for threads in (1, 2):
         _core.set_num_threads(threads)
         for isa in PACK_ISAS:
             _core.ops.set_isa(isa)
             for t in range(1, 41):
-                got = _core.ops._matmul_with_pack(x[:t], w, "Q4_K", (n, k))
-                assert np.array_equal(got, want[:t]), f"N={n} K={k} T={t} threads={threads} isa={isa}"
+                got = _core.ops._matmul_with_pack(x[:t], w, wtype, (n, k))
+                assert np.array_equal(got, want[:t]), f"{wtype} N={n} K={k} T={t} threads={threads} isa={isa}"

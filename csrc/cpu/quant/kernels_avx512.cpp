@@ -25,7 +25,7 @@ static inline float H2F(uint16_t h) { return _cvtsh_ss(h); }  // F16C: exact, as
 #include "cpu/quant/simd_avx512.h"
 #include "cpu/quant/q4pack_avx512.h"
 #include "cpu/quant/kquant_avx512.h"
-#include "cpu/quant/q4kpack_avx512.h"
+#include "cpu/quant/kqpack_avx512.h"
 }  // namespace avx512_impl
 }  // namespace eyas::cpu::quant
 #pragma GCC pop_options
@@ -50,9 +50,9 @@ const Table* table_avx512() {
     t.q4pack_min_rows = 1;
     t.cols[kQ5_0] = &cols_q4x4<kQ5_0>;
     t.cols[kQ5_1] = &cols_q4x4<kQ5_1>;
-    t.cols[kQ4_K] = &cols_q4k_packed;  // the GGUF path (cols_kquant_v) when there is no pack
-    t.q4kpack = true;
-    t.cols[kQ5_K] = &cols_kquant_v<kQ5_K>;
+    t.cols[kQ4_K] = &cols_kq_packed<kQ4_K>;  // the GGUF path (cols_kquant_v) when there is no pack
+    t.cols[kQ5_K] = &cols_kq_packed<kQ5_K>;
+    t.kpack = true;
     t.cols[kQ6_K] = &cols_kquant_v<kQ6_K>;
     return t;
   }();

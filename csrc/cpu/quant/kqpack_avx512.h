@@ -1,4 +1,4 @@
-// AVX-512 VNNI on the repacked Q4_K weights (q4pack.h), included after q4pack_avx512.h and
+// AVX-512 VNNI on the repacked Q4_K / Q5_K weights (q4pack.h), included after q4pack_avx512.h and
 // kquant_avx512.h in TUs compiled for AVX-512 VNNI. As for the Q4 pack, vpdpbusd against a
 // broadcast activation dword gives 16 rows' sub-block dots in 16 lanes (no horizontal sums); the
 // sub-block scales multiply them as int32 (vpmulld) and the mins meet the activation sums with
@@ -23,12 +23,13 @@ static inline int32_t* q4k_sum_pairs(const Job& j) {
 }
 
 // RT rows x 16 columns for S column groups at once (see q4v_rows for why several groups).
-template <int RT, int S>
+template <WKind K, int RT, int S>
 static void q4k_rows(const Job& j, const int32_t* pairs, const int64_t (&n)[S], int64_t r0) {
+  constexpr KPackAt at = kpack_at(K);
   const int64_t nb = j.k / 256;
   const uint8_t* src[S];
-  for (int g = 0; g < S; ++g) src[g] = j.wpack + size_t(n[g] / 16) * size_t(nb) * kQ4KPackBlockBytes;
-  const __m512i m4 = _mm512_set1_epi8(0x0F);
+  for (int g = 0; g < S; ++g) src[g] = j.wpack + size_t(n[g] / 16) * size_t(nb) * at.bytes;
+  const __m512i m4 = _mm512_set1_epi8(0x0F), one = _mm512_set1_epi8(1);
   const uint8_t* xq0 = reinterpret_cast<const uint8_t*>(j.act.qs + r0 * j.k);
   __m512 acc[S][RT];
 #pragma GCC unroll 16
@@ -38,7 +39,7 @@ static void q4k_rows(const Job& j, const int32_t* pairs, const int64_t (&n)[S], 
   for (int64_t b = 0; b < nb; ++b) {
 #pragma GCC unroll 16
     for (int g = 0; g < S; ++g) {
-      const uint8_t* s = src[g] + b * kQ4KPackBlockBytes;
+      const uint8_t* s = src[g] + b * at.bytes;
       __m512i i1[RT];
 #pragma GCC unroll 16
       for (int t = 0; t < RT; ++t) i1[t] = _mm512_setzero_si512();
@@ -50,7 +51,12 @@ static void q4k_rows(const Job& j, const int32_t* pairs, const int64_t (&n)[S], 
 #pragma GCC unroll 8
         for (int r = 0; r < 8; ++r) {
           const __m512i v = _mm512_loadu_si512(s + 512 * c + 64 * r);
-          const __m512i lo = _mm512_and_si512(v, m4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+          __m512i lo = _mm512_and_si512(v, m4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+          if constexpr (K == kQ5_K) {  // fifth bits 2c, 2c + 1 of the qh plane, to bit 4 (per byte)
+            const __m512i h = _mm512_loadu_si512(s + at.qh + 64 * r);
+            lo = _mm512_or_si512(lo, _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(h, 2 * c), one), 4));
+            hi = _mm512_or_si512(hi, _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(h, 2 * c + 1), one), 4));
+          }
 #pragma GCC unroll 16
           for (int t = 0; t < RT; ++t) {
             const uint8_t* xq = xq0 + t * j.k + b * 256 + 64 * c + 4 * r;
@@ -58,17 +64,17 @@ static void q4k_rows(const Job& j, const int32_t* pairs, const int64_t (&n)[S], 
             dh[t] = dpbusd_bcast(dh[t], hi, xq + 32);
           }
         }
-        const __m512i scl = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + 2048 + 32 * c)));
-        const __m512i sch = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + 2064 + 32 * c)));
+        const __m512i scl = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + at.sc + 32 * c)));
+        const __m512i sch = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + at.sc + 16 + 32 * c)));
 #pragma GCC unroll 16
         for (int t = 0; t < RT; ++t)
           i1[t] = _mm512_add_epi32(i1[t], _mm512_add_epi32(_mm512_mullo_epi32(dl[t], scl), _mm512_mullo_epi32(dh[t], sch)));
       }
       __m512i mw[4];
 #pragma GCC unroll 4
-      for (int p = 0; p < 4; ++p) mw[p] = _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + 2176 + 32 * p)));
-      const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + 2304)));
-      const __m512 dmw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + 2336)));
+      for (int p = 0; p < 4; ++p) mw[p] = _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + at.mn + 32 * p)));
+      const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + at.d)));
+      const __m512 dmw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + at.dmin)));
 #pragma GCC unroll 16
       for (int t = 0; t < RT; ++t) {
         const int32_t* pr = pairs + ((r0 + t) * nb + b) * 4;
@@ -89,7 +95,7 @@ static void q4k_rows(const Job& j, const int32_t* pairs, const int64_t (&n)[S], 
 // Rows [r, r + RT) of the 16-column groups in [n0, n1): up to 2 rows walk kQ4Streams evenly
 // spaced group ranges (several weight streams per core, as the Q4 pack path), more rows one group
 // at a time (their accumulators would not fit the registers).
-template <int RT>
+template <WKind K, int RT>
 static void q4k_groups(const Job& j, const int32_t* pairs, int64_t n0, int64_t n1, int64_t r) {
   int64_t n = n0;
   if (RT <= 2) {
@@ -97,30 +103,31 @@ static void q4k_groups(const Job& j, const int32_t* pairs, int64_t n0, int64_t n
     for (int64_t i = 0; i < per; i += 16) {
       int64_t ns[kQ4Streams];
       for (int g = 0; g < kQ4Streams; ++g) ns[g] = n0 + g * per + i;
-      q4k_rows<RT, kQ4Streams>(j, pairs, ns, r);
+      q4k_rows<K, RT, kQ4Streams>(j, pairs, ns, r);
     }
     n = n0 + kQ4Streams * per;
   }
-  for (; n < n1; n += 16) q4k_rows<RT, 1>(j, pairs, {n}, r);
+  for (; n < n1; n += 16) q4k_rows<K, RT, 1>(j, pairs, {n}, r);
 }
 
 // Every row over the pack; rows past N / 16 * 16 (and every row without a pack) on the GGUF path.
-inline void cols_q4k_packed(const Job& j, int64_t n0, int64_t n1) {
+template <WKind K>
+void cols_kq_packed(const Job& j, int64_t n0, int64_t n1) {
   const int64_t full = j.wpack ? n0 + (n1 - n0) / 16 * 16 : n0;
   if (full > n0) {
     const int32_t* pairs = q4k_sum_pairs(j);
-    if (j.t == 1) q4k_groups<1>(j, pairs, n0, full, 0);
-    else if (j.t == 2) q4k_groups<2>(j, pairs, n0, full, 0);
-    else if (j.t == 3) q4k_groups<3>(j, pairs, n0, full, 0);
+    if (j.t == 1) q4k_groups<K, 1>(j, pairs, n0, full, 0);
+    else if (j.t == 2) q4k_groups<K, 2>(j, pairs, n0, full, 0);
+    else if (j.t == 3) q4k_groups<K, 3>(j, pairs, n0, full, 0);
     else
       for (int64_t n = n0; n < full; n += 16) {  // 4 rows a pass; the group stays in cache for the next
         const int64_t one[1] = {n};
         int64_t r = 0;
-        for (; r + 4 <= j.t; r += 4) q4k_rows<4, 1>(j, pairs, one, r);
-        if (j.t - r == 3) q4k_rows<3, 1>(j, pairs, one, r);
-        if (j.t - r == 2) q4k_rows<2, 1>(j, pairs, one, r);
-        if (j.t - r == 1) q4k_rows<1, 1>(j, pairs, one, r);
+        for (; r + 4 <= j.t; r += 4) q4k_rows<K, 4, 1>(j, pairs, one, r);
+        if (j.t - r == 3) q4k_rows<K, 3, 1>(j, pairs, one, r);
+        if (j.t - r == 2) q4k_rows<K, 2, 1>(j, pairs, one, r);
+        if (j.t - r == 1) q4k_rows<K, 1, 1>(j, pairs, one, r);
       }
   }
-  if (full < n1) cols_kquant_v<kQ4_K>(j, full, n1);  // after: it reuses the kernel scratch
+  if (full < n1) cols_kquant_v<K>(j, full, n1);  // after: it reuses the kernel scratch
 }
