@@ -69,10 +69,10 @@ PACK_ISAS = [i for i in ("avx512", "amx") if i in _core.ops.available_isas()]
 
 
 @pytest.mark.skipif(not PACK_ISAS, reason="no AVX-512 VNNI on this CPU")
-@pytest.mark.parametrize("wtype", ["Q4_K", "Q5_K"])
+@pytest.mark.parametrize("wtype", qr.K_TYPES)
 @pytest.mark.parametrize("n, blocks", [(200, 8), (37, 5), (1000, 1), (16, 3)])  # streams + remainder, tail rows
 def test_k_pack_path_matches_scalar(wtype, n, blocks):
-    # VNNI over the Q4_K / Q5_K repack (q4pack.h) at every T: the 16-column groups, the weight streams
+    # VNNI over the K-quant repacks (q4pack.h) at every T: the 16-column groups, the weight streams
     # of T <= 2, 4-row passes and their remainders, and rows past N // 16 * 16 on the GGUF path.
     rng = np.random.default_rng(n + blocks)
     k = 256 * blocks

@@ -53,7 +53,7 @@ const Table* table_avx512() {
     t.cols[kQ4_K] = &cols_kq_packed<kQ4_K>;  // the GGUF path (cols_kquant_v) when there is no pack
     t.cols[kQ5_K] = &cols_kq_packed<kQ5_K>;
     t.kpack = true;
-    t.cols[kQ6_K] = &cols_kquant_v<kQ6_K>;
+    t.cols[kQ6_K] = &cols_kq_packed<kQ6_K>;
     return t;
   }();
   return &tb;

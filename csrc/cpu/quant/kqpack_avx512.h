@@ -1,4 +1,4 @@
-// AVX-512 VNNI on the repacked Q4_K / Q5_K weights (q4pack.h), included after q4pack_avx512.h and
+// AVX-512 VNNI on the repacked K-quant weights (q4pack.h), included after q4pack_avx512.h and
 // kquant_avx512.h in TUs compiled for AVX-512 VNNI. As for the Q4 pack, vpdpbusd against a
 // broadcast activation dword gives 16 rows' sub-block dots in 16 lanes (no horizontal sums); the
 // sub-block scales multiply them as int32 (vpmulld) and the mins meet the activation sums with
@@ -6,25 +6,29 @@
 // kblock_term's per block, added in block order.
 // (No include guard: included once per ISA namespace.)
 
-// Per call: sums of each 32-element sub-block pair as two int16 in one dword, [row][block][p]
-// (p = 0..3: sub-blocks 2p, 2p + 1), matching the packed mins' word pairs.
-static inline int32_t* q4k_sum_pairs(const Job& j) {
+// Per call: activation sums as two int16 in one dword, [row][block][p], matching the packed
+// word pairs: Q4_K / Q5_K the 32-element sums of sub-blocks 2p, 2p + 1 (p < 4), Q6_K the
+// 16-element sums 2p, 2p + 1 (p < 8).
+template <WKind K>
+static inline int32_t* kq_sum_pairs(const Job& j) {
+  constexpr int P = K == kQ6_K ? 8 : 4, per = 8 / P;  // per: 16-sums in one half of a pair
   const int64_t nb = j.k / 256;
-  int32_t* out = reinterpret_cast<int32_t*>(thread_scratch<kScratchKernel>(size_t(j.t * nb) * 16 + 64));
+  int32_t* out = reinterpret_cast<int32_t*>(thread_scratch<kScratchKernel>(size_t(j.t * nb * P) * 4 + 64));
   for (int64_t t = 0; t < j.t; ++t)
     for (int64_t b = 0; b < nb; ++b) {
       const int32_t* s = j.act.s + t * j.act.s_per_row + b * 16;
-      for (int p = 0; p < 4; ++p) {
-        const uint32_t lo = uint16_t(int16_t(s[4 * p] + s[4 * p + 1])), hi = uint16_t(int16_t(s[4 * p + 2] + s[4 * p + 3]));
-        out[(t * nb + b) * 4 + p] = int32_t(lo | (hi << 16));
+      for (int p = 0; p < P; ++p) {
+        int32_t lo = 0, hi = 0;
+        for (int q = 0; q < per; ++q) lo += s[2 * per * p + q], hi += s[2 * per * p + per + q];
+        out[(t * nb + b) * P + p] = int32_t(uint32_t(uint16_t(int16_t(lo))) | (uint32_t(uint16_t(int16_t(hi))) << 16));
       }
     }
   return out;
 }
 
-// RT rows x 16 columns for S column groups at once (see q4v_rows for why several groups).
+// Q4_K / Q5_K: RT rows x 16 columns for S column groups at once (see q4v_rows for why several groups).
 template <WKind K, int RT, int S>
-static void q4k_rows(const Job& j, const int32_t* pairs, const int64_t (&n)[S], int64_t r0) {
+static void k45_rows(const Job& j, const int32_t* pairs, const int64_t (&n)[S], int64_t r0) {
   constexpr KPackAt at = kpack_at(K);
   const int64_t nb = j.k / 256;
   const uint8_t* src[S];
@@ -92,22 +96,101 @@ static void q4k_rows(const Job& j, const int32_t* pairs, const int64_t (&n)[S], 
     for (int t = 0; t < RT; ++t) _mm512_storeu_ps(j.y + (r0 + t) * j.n + n[g], acc[g][t]);
 }
 
+// Q6_K: as k45_rows; quants are 4 + 2 bits from two planes, 16-element sub-blocks (two per
+// 8 planes r), signed scales, and the + 32 of the stored quants taken out as 32 * (scales . sums).
+template <int RT, int S>
+static void k6_rows(const Job& j, const int32_t* pairs, const int64_t (&n)[S], int64_t r0) {
+  const int64_t nb = j.k / 256;
+  const uint8_t* src[S];
+  for (int g = 0; g < S; ++g) src[g] = j.wpack + size_t(n[g] / 16) * size_t(nb) * kQ6KPackBlockBytes;
+  const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
+  const uint8_t* xq0 = reinterpret_cast<const uint8_t*>(j.act.qs + r0 * j.k);
+  __m512 acc[S][RT];
+#pragma GCC unroll 16
+  for (int g = 0; g < S; ++g)
+#pragma GCC unroll 16
+    for (int t = 0; t < RT; ++t) acc[g][t] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+#pragma GCC unroll 16
+    for (int g = 0; g < S; ++g) {
+      const uint8_t* s = src[g] + b * kQ6KPackBlockBytes;
+      __m512i iv[RT];
+#pragma GCC unroll 16
+      for (int t = 0; t < RT; ++t) iv[t] = _mm512_setzero_si512();
+#pragma GCC unroll 2
+      for (int h = 0; h < 2; ++h)
+#pragma GCC unroll 2
+        for (int e = 0; e < 2; ++e)
+#pragma GCC unroll 2
+          for (int rr = 0; rr < 2; ++rr) {  // sub-blocks 8h + 2e + rr (low nibbles), + 4 (high)
+            __m512i dl[RT], dh[RT];
+#pragma GCC unroll 16
+            for (int t = 0; t < RT; ++t) dl[t] = dh[t] = _mm512_setzero_si512();
+#pragma GCC unroll 4
+            for (int r = 4 * rr; r < 4 * rr + 4; ++r) {
+              const __m512i v = _mm512_loadu_si512(s + 1024 * h + 512 * e + 64 * r);
+              const __m512i qh = _mm512_loadu_si512(s + 2048 + 512 * h + 64 * r);
+              const __m512i lo = _mm512_or_si512(_mm512_and_si512(v, m4), _mm512_and_si512(_mm512_slli_epi16(qh, 4 - 2 * e), m30));
+              const __m512i hi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(v, 4), m4),
+                                                 _mm512_and_si512(e ? _mm512_srli_epi16(qh, 2) : qh, m30));
+#pragma GCC unroll 16
+              for (int t = 0; t < RT; ++t) {
+                const uint8_t* xq = xq0 + t * j.k + b * 256 + 128 * h + 32 * e + 4 * r;
+                dl[t] = dpbusd_bcast(dl[t], lo, xq);
+                dh[t] = dpbusd_bcast(dh[t], hi, xq + 64);
+              }
+            }
+            // scale of sub-block g: word g % 2 of pair g / 2, sign-extended
+            const int gl = 8 * h + 2 * e + rr, gh = gl + 4;
+            const __m512i wl = _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + 3072 + 32 * (gl / 2))));
+            const __m512i wh = _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + 3072 + 32 * (gh / 2))));
+            const __m512i sl = gl % 2 ? _mm512_srai_epi32(wl, 16) : _mm512_srai_epi32(_mm512_slli_epi32(wl, 16), 16);
+            const __m512i sh = gh % 2 ? _mm512_srai_epi32(wh, 16) : _mm512_srai_epi32(_mm512_slli_epi32(wh, 16), 16);
+#pragma GCC unroll 16
+            for (int t = 0; t < RT; ++t)
+              iv[t] = _mm512_add_epi32(iv[t], _mm512_add_epi32(_mm512_mullo_epi32(dl[t], sl), _mm512_mullo_epi32(dh[t], sh)));
+          }
+      const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + 3328)));
+#pragma GCC unroll 16
+      for (int t = 0; t < RT; ++t) {
+        const int32_t* pr = pairs + ((r0 + t) * nb + b) * 8;
+        __m512i c = _mm512_setzero_si512();
+#pragma GCC unroll 8
+        for (int p = 0; p < 8; ++p)
+          c = _mm512_dpwssd_epi32(c, _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + 3072 + 32 * p))),
+                                  _mm512_set1_epi32(pr[p]));
+        const __m512i i = _mm512_sub_epi32(iv[t], _mm512_slli_epi32(c, 5));
+        const __m512 dx = _mm512_set1_ps(j.act.d[(r0 + t) * j.act.d_per_row + b]);
+        acc[g][t] = _mm512_add_ps(acc[g][t], _mm512_mul_ps(_mm512_cvtepi32_ps(i), _mm512_mul_ps(dw, dx)));
+      }
+    }
+  }
+  for (int g = 0; g < S; ++g)
+    for (int t = 0; t < RT; ++t) _mm512_storeu_ps(j.y + (r0 + t) * j.n + n[g], acc[g][t]);
+}
+
+template <WKind K, int RT, int S>
+static inline void kq_rows(const Job& j, const int32_t* pairs, const int64_t (&n)[S], int64_t r0) {
+  if constexpr (K == kQ6_K) k6_rows<RT, S>(j, pairs, n, r0);
+  else k45_rows<K, RT, S>(j, pairs, n, r0);
+}
+
 // Rows [r, r + RT) of the 16-column groups in [n0, n1): up to 2 rows walk kQ4Streams evenly
 // spaced group ranges (several weight streams per core, as the Q4 pack path), more rows one group
 // at a time (their accumulators would not fit the registers).
 template <WKind K, int RT>
-static void q4k_groups(const Job& j, const int32_t* pairs, int64_t n0, int64_t n1, int64_t r) {
+static void kq_groups(const Job& j, const int32_t* pairs, int64_t n0, int64_t n1, int64_t r) {
   int64_t n = n0;
   if (RT <= 2) {
     const int64_t per = (n1 - n0) / 16 / kQ4Streams * 16;
     for (int64_t i = 0; i < per; i += 16) {
       int64_t ns[kQ4Streams];
       for (int g = 0; g < kQ4Streams; ++g) ns[g] = n0 + g * per + i;
-      q4k_rows<K, RT, kQ4Streams>(j, pairs, ns, r);
+      kq_rows<K, RT, kQ4Streams>(j, pairs, ns, r);
     }
     n = n0 + kQ4Streams * per;
   }
-  for (; n < n1; n += 16) q4k_rows<K, RT, 1>(j, pairs, {n}, r);
+  for (; n < n1; n += 16) kq_rows<K, RT, 1>(j, pairs, {n}, r);
 }
 
 // Every row over the pack; rows past N / 16 * 16 (and every row without a pack) on the GGUF path.
@@ -115,18 +198,18 @@ template <WKind K>
 void cols_kq_packed(const Job& j, int64_t n0, int64_t n1) {
   const int64_t full = j.wpack ? n0 + (n1 - n0) / 16 * 16 : n0;
   if (full > n0) {
-    const int32_t* pairs = q4k_sum_pairs(j);
-    if (j.t == 1) q4k_groups<K, 1>(j, pairs, n0, full, 0);
-    else if (j.t == 2) q4k_groups<K, 2>(j, pairs, n0, full, 0);
-    else if (j.t == 3) q4k_groups<K, 3>(j, pairs, n0, full, 0);
+    const int32_t* pairs = kq_sum_pairs<K>(j);
+    if (j.t == 1) kq_groups<K, 1>(j, pairs, n0, full, 0);
+    else if (j.t == 2) kq_groups<K, 2>(j, pairs, n0, full, 0);
+    else if (j.t == 3) kq_groups<K, 3>(j, pairs, n0, full, 0);
     else
       for (int64_t n = n0; n < full; n += 16) {  // 4 rows a pass; the group stays in cache for the next
         const int64_t one[1] = {n};
         int64_t r = 0;
-        for (; r + 4 <= j.t; r += 4) q4k_rows<K, 4, 1>(j, pairs, one, r);
-        if (j.t - r == 3) q4k_rows<K, 3, 1>(j, pairs, one, r);
-        if (j.t - r == 2) q4k_rows<K, 2, 1>(j, pairs, one, r);
-        if (j.t - r == 1) q4k_rows<K, 1, 1>(j, pairs, one, r);
+        for (; r + 4 <= j.t; r += 4) kq_rows<K, 4, 1>(j, pairs, one, r);
+        if (j.t - r == 3) kq_rows<K, 3, 1>(j, pairs, one, r);
+        if (j.t - r == 2) kq_rows<K, 2, 1>(j, pairs, one, r);
+        if (j.t - r == 1) kq_rows<K, 1, 1>(j, pairs, one, r);
       }
   }
   if (full < n1) cols_kquant_v<K>(j, full, n1);  // after: it reuses the kernel scratch
