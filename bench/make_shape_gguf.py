@@ -165,8 +165,11 @@ def write_gguf(path: Path, s: Shape, ftype: str, tokenizer: Path, seed: int = 0)
             w.add_tensor_info(name, shape, np.dtype(np.float32), 4 * shape[0])
         else:
             elems, nbytes = GGML_QUANT_SIZES[t]
-            w.add_tensor_info(name, shape, np.dtype(np.float16 if t == QT.F16 else np.uint8),
-                              shape[0] * shape[1] // elems * nbytes, raw_dtype=None if t == QT.F16 else t)
+            row = shape[1] // elems * nbytes
+            if t == QT.F16:
+                w.add_tensor_info(name, shape, np.dtype(np.float16), shape[0] * row)
+            else:  # raw blocks: the shape in bytes, as gguf-py expects for uint8 data
+                w.add_tensor_info(name, (shape[0], row), np.dtype(np.uint8), shape[0] * row, raw_dtype=t)
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_ti_data_to_file()
