@@ -5,6 +5,7 @@
 // intrinsics for the other hot types are the next step on ARM.
 // Verified on x86 hosts by cross-compiling and running under qemu (tests/test_neon_cross.py).
 #include "cpu/quant/kernels.h"
+#include "cpu/quant/scratch.h"
 
 #if defined(__aarch64__) && defined(__GNUC__)
 #include <arm_neon.h>
