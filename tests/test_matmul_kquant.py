@@ -11,12 +11,7 @@ from tests import quant_ref as qr
 SIMD_ISAS = [i for i in _core.ops.available_isas() if i != "scalar"]
 
 
-@pytest.fixture(autouse=True)
-def _restore():
-    isa, threads = _core.ops.get_isa(), _core.get_num_threads()
-    yield
-    _core.ops.set_isa(isa)
-    _core.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("restore_isa_and_threads")
 
 
 def _check(wtype, w, x, n, k):
