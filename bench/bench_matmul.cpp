@@ -8,6 +8,7 @@
 // kept pack would). EYAS_BENCH_COLD=1 cycles through copies of each weight (256 MiB in all) so
 // every call streams it from DRAM, as a decode step does; otherwise small weights stay in cache.
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -91,8 +92,20 @@ int main() {
   const double scale = std::getenv("EYAS_BENCH_SCALE") ? std::atof(std::getenv("EYAS_BENCH_SCALE")) : 1.0;
   const DType types[] = {DType::Q4_1, DType::Q8_0, DType::Q4_0, DType::Q5_0, DType::Q5_1, DType::Q4_K,
                          DType::Q5_K, DType::Q6_K, DType::F16, DType::BF16, DType::F32};
-  // N x K of SmolLM2-135M: gate/up, down, q/o, lm_head (K-quants: K = 768 or 1536, multiples of 256)
-  const int64_t shapes[][2] = {{1536, 576}, {576, 1536}, {576, 576}, {49152, 576}};
+  // N x K of SmolLM2-135M: gate/up, down, q/o, lm_head (K-quants: K = 768 or 1536, multiples of 256);
+  // EYAS_BENCH_SHAPES may also name others (SmolLM2-1.7B: 2048x2048,8192x2048,2048x8192,49152x2048).
+  std::vector<std::array<int64_t, 2>> shapes = {{1536, 576}, {576, 1536}, {576, 576}, {49152, 576}};
+  if (const char* only = std::getenv("EYAS_BENCH_SHAPES")) {
+    std::string list = only;
+    for (size_t at = 0; at < list.size();) {
+      const size_t end = std::min(list.find(',', at), list.size());
+      long long n = 0, k = 0;
+      if (std::sscanf(list.substr(at, end - at).c_str(), "%lldx%lld", &n, &k) == 2 && n > 0 && k > 0 &&
+          std::none_of(shapes.begin(), shapes.end(), [&](const auto& s) { return s[0] == n && s[1] == k; }))
+        shapes.push_back({n, k});
+      at = end + 1;
+    }
+  }
   const int rows[] = {1, 2, 3, 4, 5, 6, 8, 12, 16, 32, 48, 64, 128};
   std::mt19937 rng(1234);
   std::printf("bench_matmul  isa=%s  (time per call; GB/s = weight bytes / time; ratio = time / time at T=1)\n",

@@ -16,12 +16,7 @@ def best_packed_isa() -> str:
     return PACKED_ISAS[-1]
 
 
-@pytest.fixture(autouse=True)
-def _restore():
-    isa, threads = _core.ops.get_isa(), _core.get_num_threads()
-    yield
-    _core.ops.set_isa(isa)
-    _core.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("restore_isa_and_threads")
 
 
 @needs_pack_isa

@@ -60,3 +60,18 @@ def test_neon_matches_scalar_and_x86(driver, tmp_path, wtype):
     scalar = _run(driver, tmp_path, "scalar", wtype, w, x, n, k)
     assert np.array_equal(neon, scalar)
     assert np.array_equal(neon, _core.ops.matmul(x, w, wtype, (n, k)))
+
+
+@pytest.mark.parametrize("wtype", qr.K_TYPES)
+def test_neon_k_quants_match_scalar_over_rows(driver, tmp_path, wtype):
+    # The SDOT K-quant terms (kquant_neon.h) at T = 1..40 and an odd N; activations of very
+    # different magnitude (large per-16 sums) and a 5-block K.
+    rng = np.random.default_rng(17)
+    n, k = 19, 1280
+    w = qr.random_weights(rng, wtype, n, k)
+    x = rng.standard_normal((40, k), dtype=np.float32)
+    x[1] *= 1e-4
+    x[33] = np.abs(x[33]) * 1e3
+    for t in (1, 2, 3, 5, 8, 17, 40):
+        neon = _run(driver, tmp_path, "neon", wtype, w, x[:t], n, k)
+        assert np.array_equal(neon, _core.ops.matmul(x[:t], w, wtype, (n, k))), f"{wtype} T={t}"

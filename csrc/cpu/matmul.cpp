@@ -40,6 +40,7 @@ bool matmul_wants_pack(const MatmulArgs& a) {
   const WKind kind = kind_of(a.wtype);
   if (a.n < 16) return false;
   if (kind == kQ8_0) return a.rows <= tb.q8pack_max_rows;
+  if (kpackable(kind)) return tb.kpack;
   return tb.q4pack_min_rows > 0 && a.rows >= tb.q4pack_min_rows && q4_packable(kind);
 }
 
@@ -54,6 +55,8 @@ void matmul_pack_weight(const MatmulArgs& a, const uint8_t* w, uint8_t* out, Thr
     if (g0 >= g1) return;
     if (kind == kQ8_0)
       q8_pack(w, wrow, a.k, g0, g1, out);
+    else if (kpackable(kind))
+      kq_pack(kind, w, wrow, a.k, g0, g1, out);
     else
       q4_pack(kind, w, wrow, a.k, g0, g1, out);
   });

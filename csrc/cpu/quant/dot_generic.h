@@ -246,18 +246,22 @@ inline float kblock_term(const KBlock& u, const XRow& x, int64_t b) {
   }
 }
 
-// Every activation row at once: each weight block is unpacked once per call.
-template <WKind K>
+// Every activation row at once: each weight row is unpacked once per call, then every
+// activation row runs over it (rows inner would read T blocks K bytes apart: few L1 sets).
+// `Term` computes kblock_term's bits (an ISA may give its own, see kquant_neon.h).
+template <WKind K, float (*Term)(const KBlock&, const XRow&, int64_t) = kblock_term<K>>
 void cols_kquant(const Job& j, int64_t n0, int64_t n1) {
   constexpr int bytes = K == kQ4_K ? kQ4_KBytes : K == kQ5_K ? kQ5_KBytes : kQ6_KBytes;
   const int64_t nb = j.k / 256;
-  KBlock u;
+  KBlock* u = reinterpret_cast<KBlock*>(thread_scratch<kScratchUnpacked>(size_t(nb) * sizeof(KBlock)));
   for (int64_t n = n0; n < n1; ++n) {
     const uint8_t* wr = j.w + n * j.wrow;
-    for (int64_t t = 0; t < j.t; ++t) j.y[t * j.n + n] = 0.0f;
-    for (int64_t b = 0; b < nb; ++b) {
-      unpack_kblock<K>(wr + b * bytes, u);
-      for (int64_t t = 0; t < j.t; ++t) j.y[t * j.n + n] = j.y[t * j.n + n] + kblock_term<K>(u, xrow(j.act, t), b);
+    for (int64_t b = 0; b < nb; ++b) unpack_kblock<K>(wr + b * bytes, u[b]);
+    for (int64_t t = 0; t < j.t; ++t) {
+      const XRow x = xrow(j.act, t);
+      float y = 0.0f;
+      for (int64_t b = 0; b < nb; ++b) y = y + Term(u[b], x, b);
+      j.y[t * j.n + n] = y;
     }
   }
 }

@@ -96,4 +96,14 @@ inline void kquant_scales(const uint8_t* q, uint8_t* sc, uint8_t* m) {
   }
 }
 
+// The same 16 values as kquant_scales, four bytes per word (sc0..3, sc4..7, m0..3, m4..7), with
+// word operations only (the SIMD kernels' form).
+inline void kquant_scales_words(const uint8_t* q, uint32_t out[4]) {
+  const uint32_t u0 = rd32(q), u1 = rd32(q + 4), u2 = rd32(q + 8), m6 = 0x3f3f3f3fu, m4 = 0x0f0f0f0fu, m2 = 0x03030303u;
+  out[0] = u0 & m6;
+  out[1] = (u2 & m4) | (((u0 >> 6) & m2) << 4);
+  out[2] = u1 & m6;
+  out[3] = ((u2 >> 4) & m4) | (((u1 >> 6) & m2) << 4);
+}
+
 }  // namespace eyas::cpu::quant

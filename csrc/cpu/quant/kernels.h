@@ -50,6 +50,8 @@ struct Table {
   int64_t q4pack_min_rows = 0;
   // Q8_0 calls with at most this many rows read job.wpack (0: the table never does).
   int64_t q8pack_max_rows = 0;
+  // Q4_K / Q5_K calls read job.wpack at every T (false: the table never does).
+  bool kpack = false;
 };
 
 const Table& table_scalar();

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "cpu/quant/kquant_sums.h"
 #include "cpu/quant/q4pack.h"
 #include "cpu/quant/scratch.h"
 
@@ -23,6 +24,8 @@ static inline float H2F(uint16_t h) { return _cvtsh_ss(h); }  // F16C: exact, as
 #include "cpu/quant/dot_generic.h"
 #include "cpu/quant/simd_avx512.h"
 #include "cpu/quant/q4pack_avx512.h"
+#include "cpu/quant/kquant_avx512.h"
+#include "cpu/quant/kqpack_avx512.h"
 }  // namespace avx512_impl
 }  // namespace eyas::cpu::quant
 #pragma GCC pop_options
@@ -47,6 +50,10 @@ const Table* table_avx512() {
     t.q4pack_min_rows = 1;
     t.cols[kQ5_0] = &cols_q4x4<kQ5_0>;
     t.cols[kQ5_1] = &cols_q4x4<kQ5_1>;
+    t.cols[kQ4_K] = &cols_kq_packed<kQ4_K>;  // the GGUF path (cols_kquant_v) when there is no pack
+    t.cols[kQ5_K] = &cols_kq_packed<kQ5_K>;
+    t.kpack = true;
+    t.cols[kQ6_K] = &cols_kq_packed<kQ6_K>;
     return t;
   }();
   return &tb;

@@ -1,5 +1,6 @@
 // Scalar (baseline-ISA) kernel table: the portable reference every SIMD path must match.
 #include "cpu/quant/kernels.h"
+#include "cpu/quant/scratch.h"
 
 namespace eyas::cpu::quant {
 namespace scalar_impl {

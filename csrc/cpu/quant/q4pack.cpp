@@ -34,4 +34,46 @@ void q8_pack(const uint8_t* w, size_t wrow, int64_t k, int64_t g0, int64_t g1, u
     }
 }
 
+static void q6k_pack(const uint8_t* w, size_t wrow, int64_t k, int64_t g0, int64_t g1, uint8_t* out) {
+  const int64_t nb = k / 256;
+  for (int64_t g = g0; g < g1; ++g)
+    for (int64_t b = 0; b < nb; ++b) {
+      uint8_t* o = out + size_t(g * nb + b) * kQ6KPackBlockBytes;
+      for (int i = 0; i < 16; ++i) {
+        const uint8_t* blk = w + size_t(16 * g + i) * wrow + size_t(b) * kQ6_KBytes;
+        for (int h = 0; h < 2; ++h)
+          for (int r = 0; r < 8; ++r) {
+            for (int e = 0; e < 2; ++e) std::memcpy(o + 1024 * h + 512 * e + 64 * r + 4 * i, blk + 64 * h + 32 * e + 4 * r, 4);
+            std::memcpy(o + 2048 + 512 * h + 64 * r + 4 * i, blk + 128 + 32 * h + 4 * r, 4);
+          }
+        for (int p = 0; p < 8; ++p) std::memcpy(o + 3072 + 32 * p + 2 * i, blk + 192 + 2 * p, 2);
+        std::memcpy(o + 3328 + 2 * i, blk + 208, 2);
+      }
+    }
+}
+
+void kq_pack(WKind kind, const uint8_t* w, size_t wrow, int64_t k, int64_t g0, int64_t g1, uint8_t* out) {
+  if (kind == kQ6_K) return q6k_pack(w, wrow, k, g0, g1, out);
+  const KPackAt at = kpack_at(kind);
+  const int bytes = kind == kQ5_K ? kQ5_KBytes : kQ4_KBytes, qs_off = kind == kQ5_K ? 48 : 16;
+  const int64_t nb = k / 256;
+  for (int64_t g = g0; g < g1; ++g)
+    for (int64_t b = 0; b < nb; ++b) {
+      uint8_t* o = out + size_t(g * nb + b) * at.bytes;
+      for (int i = 0; i < 16; ++i) {
+        const uint8_t* blk = w + size_t(16 * g + i) * wrow + size_t(b) * bytes;
+        for (int c = 0; c < 4; ++c)
+          for (int r = 0; r < 8; ++r) std::memcpy(o + 512 * c + 64 * r + 4 * i, blk + qs_off + 32 * c + 4 * r, 4);
+        if (kind == kQ5_K)
+          for (int r = 0; r < 8; ++r) std::memcpy(o + at.qh + 64 * r + 4 * i, blk + 16 + 4 * r, 4);
+        uint8_t sc[8], mn[8];
+        kquant_scales(blk + 4, sc, mn);
+        for (int j = 0; j < 8; ++j) o[at.sc + 16 * j + i] = sc[j];
+        for (int p = 0; p < 4; ++p) o[at.mn + 32 * p + 2 * i] = mn[2 * p], o[at.mn + 32 * p + 2 * i + 1] = mn[2 * p + 1];
+        std::memcpy(o + at.d + 2 * i, blk, 2);
+        std::memcpy(o + at.dmin + 2 * i, blk + 2, 2);
+      }
+    }
+}
+
 }  // namespace eyas::cpu::quant

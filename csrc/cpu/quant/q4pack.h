@@ -17,6 +17,27 @@
 //   [0, 512)    for r = 0..7, row c = 0..15: qs bytes 4r..4r+3 of row c, each + 128 (as u8), so
 //               vpdpbusd takes them as its unsigned operand; the kernel subtracts 128 * sum(x_q)
 //   [512, 544)  d of the 16 rows (f16[16])
+//
+// Q4_K (read by the AVX-512 VNNI path at every T, kqpack_avx512.h), kQ4KPackBlockBytes per 16 rows and 256-block,
+// no padding (37 x 64 bytes, 1.028x the GGUF bytes):
+//   [0, 2048)     for c = 0..3, r = 0..7, row i = 0..15: qs bytes 32c + 4r .. + 3 of row i, so the
+//                 low nibbles of the 64 bytes at 512c + 64r are elements 64c + 4r .. + 3 of the 16
+//                 rows (sub-block 2c), the high nibbles elements 64c + 32 + 4r .. (sub-block 2c + 1)
+//   [2048, 2176)  six-bit scales: for j = 0..7, row i: scale j of row i (u8)
+//   [2176, 2304)  mins: for p = 0..3, row i: mins 2p, 2p + 1 of row i (u8 pairs: one dword of words
+//                 per row once widened)
+//   [2304, 2336)  d of the 16 rows (f16[16]);  [2336, 2368)  dmin of the 16 rows (f16[16])
+// Q5_K: the same with the fifth bits after the nibbles, kQ5KPackBlockBytes (45 x 64, 1.023x):
+//   [0, 2048) as Q4_K;  [2048, 2560)  for r = 0..7, row i: qh bytes 4r .. + 3 of row i (bit 2c of
+//   a byte: fifth bit of the low nibble of plane (c, r); bit 2c + 1: of the high nibble);
+//   then scales, mins, d, dmin as Q4_K's, 512 bytes later.
+// Q6_K, kQ6KPackBlockBytes (exactly the GGUF bytes):
+//   [0, 2048)     for h = 0..1, e = 0..1, r = 0..7, row i: ql bytes 64h + 32e + 4r .. + 3 of row i
+//                 (low nibbles: elements 128h + 32e + 4r .., high: 128h + 64 + 32e + 4r ..)
+//   [2048, 3072)  for h, r = 0..7, row i: qh bytes 32h + 4r .. + 3 (bits 2e..: of the low nibble of
+//                 plane (h, e, r); bits 4 + 2e..: of its high nibble)
+//   [3072, 3328)  scales: for p = 0..7, row i: scales 2p, 2p + 1 of row i (int8 pairs)
+//   [3328, 3360)  d of the 16 rows (f16[16])
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -27,14 +48,29 @@ namespace eyas::cpu::quant {
 
 constexpr int kQ4PackBlockBytes = 320;
 constexpr int kQ8PackBlockBytes = 544;
+constexpr int kQ4KPackBlockBytes = 2368;
+constexpr int kQ5KPackBlockBytes = 2880;
+constexpr int kQ6KPackBlockBytes = 3360;
+
+// Offsets inside a Q4_K / Q5_K pack block (layout above).
+struct KPackAt {
+  int qh, sc, mn, d, dmin, bytes;
+};
+constexpr KPackAt kpack_at(WKind k) {
+  return k == kQ5_K ? KPackAt{2048, 2560, 2688, 2816, 2848, kQ5KPackBlockBytes}
+                    : KPackAt{-1, 2048, 2176, 2304, 2336, kQ4KPackBlockBytes};
+}
+inline bool kpackable(WKind k) { return k == kQ4_K || k == kQ5_K || k == kQ6_K; }
 
 inline bool q4_packable(WKind k) { return k == kQ4_0 || k == kQ4_1; }
 
-inline int pack_block_bytes(WKind k) { return k == kQ8_0 ? kQ8PackBlockBytes : kQ4PackBlockBytes; }
+inline int pack_block_bytes(WKind k) {
+  return k == kQ8_0 ? kQ8PackBlockBytes : k == kQ6_K ? kQ6KPackBlockBytes : kpackable(k) ? kpack_at(k).bytes : kQ4PackBlockBytes;
+}
 
-// Bytes of the packed form of an [n, k] weight of type `kind` (Q4_0, Q4_1 or Q8_0).
+// Bytes of the packed form of an [n, k] weight of type `kind` (Q4_0, Q4_1, Q8_0 or a K-quant).
 inline size_t pack_bytes(WKind kind, int64_t n, int64_t k) {
-  return size_t(n / 16) * size_t(k / 32) * size_t(pack_block_bytes(kind));
+  return size_t(n / 16) * size_t(k / (kpackable(kind) ? 256 : 32)) * size_t(pack_block_bytes(kind));
 }
 
 // Packs 16-row groups [g0, g1) of w ([n] rows of wrow bytes, GGUF Q4_0/Q4_1) into out (the whole
@@ -43,5 +79,8 @@ void q4_pack(WKind kind, const uint8_t* w, size_t wrow, int64_t k, int64_t g0, i
 
 // The same for GGUF Q8_0 (layout above).
 void q8_pack(const uint8_t* w, size_t wrow, int64_t k, int64_t g0, int64_t g1, uint8_t* out);
+
+// The same for GGUF Q4_K, Q5_K or Q6_K (layouts above).
+void kq_pack(WKind kind, const uint8_t* w, size_t wrow, int64_t k, int64_t g0, int64_t g1, uint8_t* out);
 
 }  // namespace eyas::cpu::quant

@@ -25,7 +25,8 @@ inline uint8_t* thread_scratch(size_t bytes) {
   return buf.get();
 }
 
-// kScratchKernel: a column kernel's own working memory, used only inside one cols() call.
-enum : int { kScratchActivations = 0, kScratchAmxPrep = 1, kScratchWeightPack = 2, kScratchKernel = 3 };
+// kScratchKernel: a column kernel's own working memory, used only inside one cols() call;
+// kScratchUnpacked: a second such buffer (a K-quant weight row unpacked once for every row).
+enum : int { kScratchActivations = 0, kScratchAmxPrep = 1, kScratchWeightPack = 2, kScratchKernel = 3, kScratchUnpacked = 4 };
 
 }  // namespace eyas::cpu::quant

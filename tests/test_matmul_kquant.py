@@ -1,0 +1,86 @@
+"""The SIMD K-quant columns (Q4_K, Q5_K, Q6_K: kquant_avx512.h, kquant_avx2.h) give the scalar
+table's bits at every row count, odd N, group tails and extreme bytes (the int16 pair sums of
+vpmaddubsw at their largest)."""
+
+import numpy as np
+import pytest
+
+from eyas import _core
+from tests import quant_ref as qr
+
+SIMD_ISAS = [i for i in _core.ops.available_isas() if i != "scalar"]
+
+
+pytestmark = pytest.mark.usefixtures("restore_isa_and_threads")
+
+
+def _check(wtype, w, x, n, k):
+    _core.ops.set_isa("scalar")
+    want = _core.ops.matmul(x, w, wtype, (n, k))
+    assert np.all(np.isfinite(want))
+    for threads in (1, 2):
+        _core.set_num_threads(threads)
+        for isa in SIMD_ISAS:
+            _core.ops.set_isa(isa)
+            for t in range(1, len(x) + 1):
+                got = _core.ops.matmul(x[:t], w, wtype, (n, k))
+                assert np.array_equal(got, want[:t]), f"{wtype} N={n} K={k} T={t} threads={threads} isa={isa}"
+
+
+@pytest.mark.skipif(not SIMD_ISAS, reason="no SIMD kernel table on this CPU")
+@pytest.mark.parametrize("wtype", qr.K_TYPES)
+@pytest.mark.parametrize("n, blocks", [(37, 5), (19, 4), (3, 1), (21, 7)])  # 4-block groups and their tails
+def test_k_quant_simd_matches_scalar(wtype, n, blocks):
+    rng = np.random.default_rng(n * blocks)
+    k = 256 * blocks
+    w = qr.random_weights(rng, wtype, n, k)
+    x = rng.standard_normal((40, k), dtype=np.float32)
+    x[1] *= 1e-4
+    x[7] = np.abs(x[7]) * 1e3  # one-signed row: per-16 sums near +-16 * 127
+    x[30] = -np.abs(x[30])
+    _check(wtype, w, x, n, k)
+
+
+@pytest.mark.skipif(not SIMD_ISAS, reason="no SIMD kernel table on this CPU")
+@pytest.mark.parametrize("wtype", qr.K_TYPES)
+def test_k_quant_extreme_bytes_exact(wtype):
+    # Every quant and scale byte at its largest (and Q6_K scales at -128): the pair sums of
+    # quant x activation reach 2 * 63 * 127, still exact in int16.
+    n, k = 5, 512
+    elems, nbytes = qr.BLOCK[wtype]
+    w = np.full((n * k // elems, nbytes), 0xFF, np.uint8)
+    if wtype == "Q6_K":
+        w[::2, 192:208] = 0x80
+    for off in (208,) if wtype == "Q6_K" else (0, 2):
+        w[:, off:off + 2] = np.array([0.01], np.float16).view(np.uint8)
+    x = np.full((6, k), 3.0, np.float32)
+    x[1] = -3.0
+    x[2, ::2] = -3.0
+    x[3] = np.linspace(-1, 1, k, dtype=np.float32)
+    _check(wtype, w.reshape(n, -1), x, n, k)
+
+
+PACK_ISAS = [i for i in ("avx512", "amx") if i in _core.ops.available_isas()]
+
+
+@pytest.mark.skipif(not PACK_ISAS, reason="no AVX-512 VNNI on this CPU")
+@pytest.mark.parametrize("wtype", qr.K_TYPES)
+@pytest.mark.parametrize("n, blocks", [(200, 8), (37, 5), (1000, 1), (16, 3)])  # streams + remainder, tail rows
+def test_k_pack_path_matches_scalar(wtype, n, blocks):
+    # VNNI over the K-quant repacks (q4pack.h) at every T: the 16-column groups, the weight streams
+    # of T <= 2, 4-row passes and their remainders, and rows past N // 16 * 16 on the GGUF path.
+    rng = np.random.default_rng(n + blocks)
+    k = 256 * blocks
+    w = qr.random_weights(rng, wtype, n, k)
+    x = rng.standard_normal((40, k), dtype=np.float32)
+    x[1] *= 1e-4
+    x[7] = np.abs(x[7]) * 1e3
+    _core.ops.set_isa("scalar")
+    want = _core.ops.matmul(x, w, wtype, (n, k))
+    for threads in (1, 2):
+        _core.set_num_threads(threads)
+        for isa in PACK_ISAS:
+            _core.ops.set_isa(isa)
+            for t in range(1, 41):
+                got = _core.ops._matmul_with_pack(x[:t], w, wtype, (n, k))
+                assert np.array_equal(got, want[:t]), f"{wtype} N={n} K={k} T={t} threads={threads} isa={isa}"
