@@ -1,0 +1,90 @@
+"""Qwen3.5 hybrid (reference/qwen35_hybrid.md): Gated DeltaNet ("gdn") mixers with gated full
+attention every `full_attention_interval`-th block, (1 + w) RMSNorms, partial rope (IMROPE, which for
+text is plain partial NeoX rope), dense or MoE FFNs (shared expert with a sigmoid gate, top-k always
+renormalised).
+
+Canonical weights follow llama.cpp's GGUF: norms hold 1 + w, ssm_a holds -exp(A_log), the conv is
+[C, K] in F32; value heads stay in HF's grouped order (a GGUF's tiled order is undone on load).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from eyas.models import base
+from eyas.models.common import fail, hf_int
+
+HF_MODEL_TYPES = ("qwen3_5_text", "qwen3_5", "qwen3_5_moe_text", "qwen3_5_moe")
+GGUF_ARCHS = ("qwen35", "qwen35moe")
+
+# Norms stored as w with the model computing x * (1 + w); llama.cpp's converter stores 1 + w.
+_ONE_PLUS_W = ("attn_norm", "ffn_norm", "output_norm", "attn_q_norm", "attn_k_norm")
+
+
+def text_config(config: dict) -> dict:
+    """The text model's fields: composite checkpoints (Qwen3_5ForConditionalGeneration) nest them
+    under text_config; the vision tower is ignored."""
+    if "text_config" not in config:
+        return config
+    text = dict(config["text_config"] or {})
+    for key in ("tie_word_embeddings",):
+        if key in config and key not in text:
+            text[key] = config[key]
+    text["model_type"] = config.get("model_type", "") + "_text"
+    return text
+
+
+def _mixers(num_layers: int, layer_types: list | None, interval: int) -> list[str]:
+    if layer_types is None:
+        if interval < 1:
+            fail(f"full_attention_interval must be >= 1, got {interval}")
+        layer_types = ["full_attention" if (i + 1) % interval == 0 else "linear_attention" for i in range(num_layers)]
+    if len(layer_types) != num_layers:
+        fail(f"layer_types lists {len(layer_types)} layers, num_hidden_layers is {num_layers}")
+    kinds = {"linear_attention": "gdn", "full_attention": "attention"}
+    for t in layer_types:
+        if t not in kinds:
+            fail(f"layer type {t!r} is not supported (linear_attention, full_attention)")
+    return [kinds[t] for t in layer_types]
+
+
+def spec_from_hf(config: dict) -> dict:
+    cfg = dict(text_config(config))
+    params = cfg.get("rope_parameters") or {}
+    # transformers 5 keeps partial_rotary_factor inside rope_parameters.
+    cfg.setdefault("partial_rotary_factor", params.get("partial_rotary_factor", 0.25))
+    cfg["attn_output_gate"] = True  # q_proj gives [query | gate] per head
+    L = hf_int(cfg, "num_hidden_layers")
+    mixers = _mixers(L, cfg.get("layer_types"), int(cfg.get("full_attention_interval") or 4))
+    is_moe = "num_experts" in cfg and cfg.get("model_type", "").startswith("qwen3_5_moe")
+    moe = None
+    if is_moe:
+        Is = int(cfg.get("shared_expert_intermediate_size") or 0)
+        moe = {"num_experts": hf_int(cfg, "num_experts"), "top_k": hf_int(cfg, "num_experts_per_tok"),
+               "norm_topk_prob": True, "expert_intermediate_size": hf_int(cfg, "moe_intermediate_size"),
+               "shared_expert_intermediate_size": Is, "shared_expert_gate": Is > 0}
+    gdn = {"num_k_heads": hf_int(cfg, "linear_num_key_heads"), "num_v_heads": hf_int(cfg, "linear_num_value_heads"),
+           "k_head_dim": hf_int(cfg, "linear_key_head_dim"), "v_head_dim": hf_int(cfg, "linear_value_head_dim"),
+           "conv_kernel": hf_int(cfg, "linear_conv_kernel_dim"), "l2_eps": 1e-6}
+    if gdn["num_v_heads"] % gdn["num_k_heads"]:
+        fail(f"linear_num_value_heads {gdn['num_v_heads']} is not a multiple of linear_num_key_heads {gdn['num_k_heads']}")
+    layers = [{"mixer": m, "ffn": "moe_ffn" if is_moe else "dense_ffn"} for m in mixers]
+    return base.from_hf(cfg, "qwen35moe" if is_moe else "qwen35", qk_norm=True,
+                        qkv_bias=bool(cfg.get("attention_bias", False)), moe=moe, layers=layers, gdn=gdn)
+
+
+def adapt_hf_weights(weights: dict, spec: dict, as_f32) -> None:
+    """HF tensors -> the canonical (GGUF) conventions, in place: 1 + w norms (in float32, as transformers
+    computes 1.0 + w.float()), ssm_a = -exp(A_log), the conv squeezed to F32 [C, K].
+    as_f32(weight, shape): the loader's float32 copy of a (array, dtype, shape) weight, reshaped."""
+    for name, w in list(weights.items()):
+        suffix = name.rsplit(".", 1)[-1] if name.startswith("blk.") else name
+        if suffix in _ONE_PLUS_W:
+            weights[name] = as_f32(w, w[2], lambda x: np.float32(1.0) + x)
+        elif suffix == "ssm_a":  # holds A_log until here
+            weights[name] = as_f32(w, w[2], lambda x: -np.exp(x))
+        elif suffix == "ssm_conv1d":
+            shape = list(w[2])
+            if len(shape) != 3 or shape[1] != 1:
+                fail(f"{name}: conv1d weight must be [C, 1, K], got {shape}")
+            weights[name] = as_f32(w, [shape[0], shape[2]])
