@@ -1,0 +1,147 @@
+"""Tree verify over recurrent (Gated DeltaNet) state: every node starts from its parent's conv window and
+delta-rule state, so a tree row has the bits of plain decoding along its root-to-node path; commit keeps
+the accepted path's state (replayed with the forward's kernel), and greedy speculative decoding with a
+random drafter stays bit-identical to plain decoding on a Qwen3.5 hybrid target."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+from eyas import _core  # noqa: E402
+from eyas.generation import plain_steps  # noqa: E402
+from eyas.loaders import load_model  # noqa: E402
+from eyas.sampling import SamplingParams  # noqa: E402
+from eyas.speculative import Eagle3Proposer, SpeculativeGenerator, TreePolicy  # noqa: E402
+from tests.fixtures import tiny_qwen35  # noqa: E402
+from tests.parity.cases_speculative import build, random_checkpoint  # noqa: E402
+
+# Two roots, siblings, 4 levels; node 9 hangs under 5 (a sibling subtree's grandchild).
+PARENTS = [-1, 0, 0, 1, 1, 2, 3, -1, 7, 5, 9, 6]
+i32 = np.int32
+
+
+@pytest.fixture(scope="module", params=["dense", "moe"])
+def built(request, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("q35tree") / request.param
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = tiny_qwen35.make_hf(request.param, folder)
+    m = load_model(folder)
+    return {"model": model, "spec": m.spec, "weights": m.weights}
+
+
+def _target(built, **kw):
+    return _core.Transformer(built["spec"], built["weights"], max_context=kw.pop("max_context", 96),
+                             device=_core.Device("cpu", kw.pop("threads", 1)), **kw)
+
+
+def _path(i):
+    out = []
+    while i >= 0:
+        out.append(i)
+        i = PARENTS[i]
+    return out[::-1]
+
+
+def _plain(t, prefix, path_tokens):
+    """Logits of plain decoding: prefill the prefix, then one token at a time."""
+    t.reset()
+    t.forward(np.asarray(prefix, i32), logits="none")
+    t.commit(np.arange(len(prefix), dtype=i32))
+    rows = []
+    for tok in path_tokens:
+        rows.append(np.asarray(t.forward(np.array([tok], i32), logits="last")["logits"])[0])
+        t.commit(np.zeros(1, i32))
+    return np.stack(rows)
+
+
+def _tree_case(seed, prefix_len):
+    rng = np.random.default_rng(seed)
+    return rng.integers(0, tiny_qwen35.VOCAB, prefix_len).tolist(), rng.integers(0, tiny_qwen35.VOCAB, len(PARENTS))
+
+
+@pytest.mark.parametrize("prefix_len", [1, 6])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_tree_rows_equal_plain_decoding_of_each_path(built, prefix_len, threads):
+    prefix, toks = _tree_case(prefix_len, prefix_len)
+    t = _target(built, threads=threads)
+    t.forward(np.asarray(prefix, i32), logits="none")
+    t.commit(np.arange(prefix_len, dtype=i32))
+    tree = np.asarray(t.forward(toks.astype(i32), parents=np.array(PARENTS, i32), logits="all")["logits"])
+    plain = _target(built)
+    for i in range(len(PARENTS)):
+        path = _path(i)
+        want = _plain(plain, prefix, toks[path])[-1]
+        assert np.array_equal(tree[i].view(np.uint32), want.view(np.uint32)), f"node {i} (path {path})"
+        # And transformers on prefix + path from scratch.
+        hf = tiny_qwen35.hf_logits(built["model"], list(prefix) + toks[path].tolist())[-1]
+        np.testing.assert_allclose(tree[i], hf, rtol=1e-4, atol=2e-4)
+
+
+@pytest.mark.parametrize("leaf", [0, 4, 8, 10, 11])
+def test_commit_of_a_path_continues_like_plain_decoding(built, leaf):
+    prefix, toks = _tree_case(leaf, 5)
+    path = _path(leaf)
+    t = _target(built)
+    t.forward(np.asarray(prefix, i32), logits="none")
+    t.commit(np.arange(len(prefix), dtype=i32))
+    t.forward(toks.astype(i32), parents=np.array(PARENTS, i32), logits="all")
+    t.commit(np.array(path, i32))
+    assert t.length == len(prefix) + len(path)
+    after = np.array([7, 11, 3], i32)
+    got = []
+    for tok in after:
+        got.append(np.asarray(t.forward(np.array([tok], i32), logits="last")["logits"])[0])
+        t.commit(np.zeros(1, i32))
+    want = _plain(_target(built), prefix, np.concatenate([toks[path], after]))[len(path):]
+    assert np.array_equal(np.stack(got).view(np.uint32), want.view(np.uint32))
+
+
+def test_partial_commit_of_a_causal_forward_replays(built):
+    """A chain verified causally (parents i-1) and accepted only in part: the replay keeps that prefix."""
+    prefix, toks = _tree_case(3, 4)
+    t = _target(built)
+    t.forward(np.asarray(prefix + toks[:6].tolist(), i32), logits="none")
+    t.commit(np.arange(len(prefix) + 2, dtype=i32))
+    t.forward(np.array([9], i32), logits="none")
+    t.commit(np.zeros(1, i32))
+    got = np.asarray(t.forward(np.array([4], i32), logits="last")["logits"])[0]
+    want = _plain(_target(built), prefix, np.concatenate([toks[:2], [9, 4]]))[-1]
+    assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
+
+
+def test_a_tree_longer_than_a_chunk_is_refused(built):
+    t = _target(built, chunk=4)
+    with pytest.raises(ValueError, match=r"^\[forward\] a tree over recurrent \(gdn\) layers must fit in one chunk"):
+        t.forward(np.zeros(len(PARENTS), i32), parents=np.array(PARENTS, i32), logits="all")
+    t.forward(np.zeros(3, i32), parents=np.array([-1, 0, 0], i32), logits="all")  # fits: fine
+
+
+def test_greedy_speculative_equals_plain_with_a_random_drafter(built):
+    spec, core = built["spec"], built["weights"]
+    cfg, tensors = random_checkpoint(1, spec, draft_vocab=48)
+    drafter = build(spec, core, cfg, tensors)
+    aux = drafter.aux_layers
+    plain_t = _core.Transformer(spec, core, max_context=128, aux_layers=aux)
+    spec_t = _core.Transformer(spec, core, max_context=128, aux_layers=aux)
+    rng = np.random.default_rng(0)
+    for prompt in (rng.integers(0, tiny_qwen35.VOCAB, n).tolist() for n in (1, 9)):
+        want = _take(plain_steps(plain_t, prompt, SamplingParams()), 30)
+        for policy in (TreePolicy.chain(3), TreePolicy(2, 3, 6), TreePolicy(4, 4, 12)):
+            gen = SpeculativeGenerator(spec_t, Eagle3Proposer(drafter), policy)
+            assert _take(gen.steps(prompt, SamplingParams()), 30) == want, f"policy {policy}"
+
+
+def _take(steps, n):
+    out = []
+    for toks in steps:
+        out += toks
+        if len(out) >= n:
+            steps.close()
+            return out[:n]
