@@ -152,6 +152,23 @@ def test_conv_state_keeps_the_last_rows_of_the_path():
     assert np.array_equal(ops.gdn_conv_state(p["conv"], p["u"]), p["u"][-(K - 1):])
 
 
+def test_tiled_head_order_is_a_permutation_of_grouped():
+    """llama.cpp's GGUF moves HF value head g*r + j to j*Hk + g; with tiled=True the op reads key head
+    h % Hk, so permuting v, a, b and the state gives the grouped result permuted, bit for bit."""
+    p = _inputs(len(TREE), seed=5)
+    r = HV // HK
+    tiled_of = np.array([(h % r) * HK + h // r for h in range(HV)])  # grouped head -> tiled position
+    perm = np.argsort(tiled_of)  # tiled position -> grouped head
+    v0 = 2 * HK * DK
+    q = dict(p, a=np.ascontiguousarray(p["a"][:, perm]), b=np.ascontiguousarray(p["b"][:, perm]),
+             A=np.ascontiguousarray(p["A"][perm]), dt=np.ascontiguousarray(p["dt"][perm]),
+             state=np.ascontiguousarray(p["state"][perm]))
+    q["qkv"] = np.concatenate([p["qkv"][:, :v0], p["qkv"][:, v0:].reshape(-1, HV, DV)[:, perm].reshape(-1, HV * DV)], 1)
+    grouped = _core_op(p, TREE).reshape(-1, HV, DV)
+    tiled = _core_op(q, TREE, tiled=True).reshape(-1, HV, DV)
+    assert np.array_equal(tiled, grouped[:, perm])
+
+
 def test_bad_arguments_are_clear_errors():
     p = _inputs(3)
     with pytest.raises(ValueError, match=r"^\[gdn_conv\] parents\[1\] = 1 must be in \[-1, 1\)"):

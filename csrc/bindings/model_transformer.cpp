@@ -76,6 +76,7 @@ model::ModelSpec parse_spec(nb::dict d) {
     s.gdn.v_head_dim = get<int>(g, "v_head_dim");
     s.gdn.conv_kernel = get<int>(g, "conv_kernel");
     if (g.contains("l2_eps")) s.gdn.l2_eps = get<float>(g, "l2_eps");
+    if (g.contains("tiled_heads")) s.gdn.tiled_heads = get<bool>(g, "tiled_heads");
   }
   nb::handle layers = d.contains("layers") ? d["layers"] : nb::none();
   if (!layers.is_none()) {

@@ -34,7 +34,7 @@ EYAS_BINDINGS(ops_gdn) {
       "gdn_core",
       [](bind::Array qkv, bind::Array a, bind::Array b, bind::Array A, bind::Array dt_bias, bind::Array parents,
          bind::Array state_in, int hk, int dk, std::optional<bind::Array> nodes, bool final_state, float l2_eps,
-         std::optional<Encoder*> encoder) {
+         bool tiled, std::optional<Encoder*> encoder) {
         const char* op = "gdn_core";
         Tensor tq = bind::from_numpy(op, "qkv", qkv), ta = bind::from_numpy(op, "a", a), tb = bind::from_numpy(op, "b", b);
         Tensor tA = bind::from_numpy(op, "A", A), tdt = bind::from_numpy(op, "dt_bias", dt_bias);
@@ -43,7 +43,7 @@ EYAS_BINDINGS(ops_gdn) {
         if (ta.ndim() != 2 || tq.ndim() != 2 || tp.ndim() != 1) fail(op, "qkv and a must be 2-D, parents 1-D");
         const int64_t hv = ta.dim(1), width = tq.dim(1) - 2 * int64_t(hk) * dk;
         if (hv < 1 || width < 1 || width % hv != 0) fail(op, "qkv width does not fit Hk, Dk and Hv");
-        const ops::GdnDims d{hk, dk, int32_t(hv), int32_t(width / hv), l2_eps};
+        const ops::GdnDims d{hk, dk, int32_t(hv), int32_t(width / hv), l2_eps, tiled};
         Tensor to = Tensor::empty(DType::F32, {tp.dim(0), width});
         Tensor tso = final_state ? Tensor::empty(DType::F32, ts.shape) : Tensor{};
         bind::encode(encoder, [&](Encoder& enc) { ops::gdn_core(enc, d, tq, ta, tb, tA, tdt, tn, tp, ts, tso, to); });
@@ -51,7 +51,8 @@ EYAS_BINDINGS(ops_gdn) {
         return nb::object(nb::make_tuple(bind::to_numpy(to), bind::to_numpy(tso)));
       },
       "qkv"_a, "a"_a, "b"_a, "A"_a, "dt_bias"_a, "parents"_a, "state_in"_a, nb::kw_only(), "hk"_a, "dk"_a,
-      "nodes"_a = nb::none(), "final_state"_a = false, "l2_eps"_a = 1e-6f, "encoder"_a = nb::none(),
+      "nodes"_a = nb::none(), "final_state"_a = false, "l2_eps"_a = 1e-6f,
+      "tiled"_a = false, "encoder"_a = nb::none(),
       "Gated delta rule over nodes (each from its parent's state) -> o float32[m, Hv*Dv], and with final_state "
       "(a chain) the last node's state float32[Hv, Dk, Dv].");
 }

@@ -114,7 +114,7 @@ void gdn_core(const ops::GdnDims& d, int m, const float* qkv, const float* a, co
     std::vector<float> states(state_out ? 0 : size_t(m) * S);
     std::vector<float> qn(static_cast<size_t>(dk)), kn(qn), kv(static_cast<size_t>(dv)), delta(kv);
     for (int64_t h = h0; h < h1; ++h) {
-      const int64_t kh = h / ratio;
+      const int64_t kh = d.tiled ? h % hk : h / ratio;
       const float* in = state_in + h * S;
       for (int j = 0; j < m; ++j) {
         const int64_t r = nodes ? nodes[j] : j;

@@ -21,10 +21,11 @@ struct MoeSpec {
 };
 
 // Gated DeltaNet sizes (reference/qwen35_hybrid.md §1): key heads Hk, value heads Hv (a multiple of
-// Hk; value heads grouped by key head), head dims Dk, Dv, conv kernel K.
+// Hk), head dims Dk, Dv, conv kernel K.
 struct GdnSpec {
   int num_k_heads = 0, num_v_heads = 0, k_head_dim = 0, v_head_dim = 0, conv_kernel = 0;
   float l2_eps = 1e-6f;  // q/k l2-norm epsilon (transformers: 1e-6; llama.cpp: rms_eps)
+  bool tiled_heads = false;  // value heads in llama.cpp's tiled order (GGUF) instead of grouped (HF)
 };
 
 // The layer kinds of one decoder block (layers/registry.cpp lists the kinds).

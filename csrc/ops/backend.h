@@ -18,6 +18,9 @@ namespace eyas::ops {
 struct GdnDims {
   int32_t hk = 0, dk = 0, hv = 0, dv = 0;
   float l2_eps = 1e-6f;  // q/k l2-norm: x / sqrt(sum x^2 + l2_eps)
+  // Value head h reads key head h / (Hv/Hk) (transformers' grouped order) or, tiled, h % Hk
+  // (llama.cpp's GGUF order, whose converter moves value heads so that ggml can broadcast q/k).
+  bool tiled = false;
 };
 
 class Backend {

@@ -18,8 +18,8 @@ void gdn_conv(Encoder& enc, const Tensor& u, const Tensor& parents, const Tensor
 void gdn_conv_state(Encoder& enc, const Tensor& conv_in, const Tensor& u, const Tensor& nodes, const Tensor& conv_out);
 
 // The delta rule over m nodes (rows nodes[j] of the inputs, undefined = rows 0..m-1): node j starts from
-// the state of node parents[j] (-1: state_in), in value-head order grouped by key head (head h reads key
-// head h / (Hv/Hk)). With state_out the nodes must form a chain (parents[j] = j - 1) and the last
+// the state of node parents[j] (-1: state_in); value head h reads key head h / (Hv/Hk), or h % Hk when
+// d.tiled (GdnDims). With state_out the nodes must form a chain (parents[j] = j - 1) and the last
 // node's state is written there (state_out may alias state_in); a tree keeps its states transient.
 // qkv: F32[N, 2*Hk*Dk + Hv*Dv] (conv output: q | k | v); a, b: F32[N, Hv] (raw alpha/beta projections);
 // A: F32[Hv] (-exp(A_log)); dt_bias: F32[Hv]; parents: I32[m]; state_in, state_out: F32[Hv, Dk, Dv];

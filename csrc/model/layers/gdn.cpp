@@ -14,7 +14,7 @@ namespace {
 
 ops::GdnDims dims_of(const ModelSpec& s) {
   const GdnSpec& g = s.gdn;
-  return ops::GdnDims{g.num_k_heads, g.k_head_dim, g.num_v_heads, g.v_head_dim, g.l2_eps};
+  return ops::GdnDims{g.num_k_heads, g.k_head_dim, g.num_v_heads, g.v_head_dim, g.l2_eps, g.tiled_heads};
 }
 
 // Scratch rows every gdn layer reuses: the output gate z and the core's output o.

@@ -88,3 +88,66 @@ def adapt_hf_weights(weights: dict, spec: dict, as_f32) -> None:
             if len(shape) != 3 or shape[1] != 1:
                 fail(f"{name}: conv1d weight must be [C, 1, K], got {shape}")
             weights[name] = as_f32(w, [shape[0], shape[2]])
+
+
+def _gguf_mixers(meta: dict, k: str, L: int) -> list[str]:
+    recurrent = meta.get(k + "attention.recurrent_layers")
+    if recurrent is not None:
+        flags = [bool(x) for x in recurrent]
+        if len(flags) < L:
+            fail(f"{k}attention.recurrent_layers lists {len(flags)} layers, the model has {L}")
+        return ["gdn" if flags[i] else "attention" for i in range(L)]
+    return _mixers(L, None, base.meta_int(meta, k + "full_attention_interval", 4))
+
+
+def _adapt_gguf_weights(weights: dict, L: int) -> None:
+    """llama.cpp's names -> the canonical ones, in place: post_attention_norm is the FFN's norm, the
+    shared-expert gate [H] is one row [1, H]; MTP blocks (blk.{L}.. appended by the converter) are dropped."""
+    for name in list(weights):
+        parts = name.split(".")
+        if parts[0] == "blk" and int(parts[1]) >= L:
+            del weights[name]
+        elif name.endswith(".post_attention_norm"):
+            weights[name[: -len("post_attention_norm")] + "ffn_norm"] = weights.pop(name)
+        elif name.endswith(".ffn_gate_inp_shexp") and len(weights[name][2]) == 1:
+            arr, dt, shape = weights[name]
+            weights[name] = (arr.reshape(1, -1) if dt == 0 else arr, dt, [1, shape[0]])
+
+
+def spec_from_gguf(meta: dict, weights: dict, gguf_arch: str) -> dict:
+    k = gguf_arch + "."
+    # GGUFs exported with MTP heads count them in block_count (llama.cpp: n_layer - nextn_predict_layers).
+    L = base.meta_int(meta, k + "block_count") - base.meta_int(meta, k + "nextn_predict_layers", 0)
+    if L < 1:
+        fail(f"{k}block_count leaves no trunk layers")
+    _adapt_gguf_weights(weights, L)
+    is_moe = gguf_arch == "qwen35moe"
+    moe = None
+    if is_moe:
+        Is = base.meta_int(meta, k + "expert_shared_feed_forward_length", 0)
+        moe = {"num_experts": base.meta_int(meta, k + "expert_count"),
+               "top_k": base.meta_int(meta, k + "expert_used_count"),
+               "norm_topk_prob": True,  # llama.cpp: always for qwen35moe (the file has no key)
+               "expert_intermediate_size": base.meta_int(meta, k + "expert_feed_forward_length"),
+               "shared_expert_intermediate_size": Is, "shared_expert_gate": Is > 0}
+    Hv, inner = base.meta_int(meta, k + "ssm.time_step_rank"), base.meta_int(meta, k + "ssm.inner_size")
+    if Hv < 1 or inner % Hv:
+        fail(f"{k}ssm.inner_size {inner} is not a multiple of ssm.time_step_rank {Hv}")
+    rms_eps = float(meta.get(k + "attention.layer_norm_rms_epsilon", 1e-6))
+    gdn = {"num_k_heads": base.meta_int(meta, k + "ssm.group_count"), "num_v_heads": Hv,
+           "k_head_dim": base.meta_int(meta, k + "ssm.state_size"), "v_head_dim": inner // Hv,
+           "conv_kernel": base.meta_int(meta, k + "ssm.conv_kernel"),
+           "l2_eps": rms_eps,  # llama.cpp's l2-norm epsilon
+           "tiled_heads": True}  # the converter's value-head order
+    layers = [{"mixer": m, "ffn": "moe_ffn" if is_moe else "dense_ffn"} for m in _gguf_mixers(meta, k, L)]
+    spec = base.from_gguf(meta, weights, gguf_arch, gguf_arch, "neox", qk_norm=True, qkv_bias=False, moe=moe,
+                          layers=layers, gdn=gdn)
+    spec["num_layers"] = L
+    # Text positions are equal in all IMROPE streams, so rope.dimension_sections changes nothing here.
+    spec["attn_output_gate"] = True
+    first = next((i for i, b in enumerate(layers) if b["mixer"] == "attention"), None)
+    q = weights.get(f"blk.{first}.attn_q") if first is not None else None
+    if q is not None and q[2][0] != 2 * spec["num_heads"] * spec["head_dim"]:
+        fail(f"blk.{first}.attn_q must hold [query | gate] per head (2 * head_count * key_length rows), "
+             f"got {q[2][0]}")
+    return spec
