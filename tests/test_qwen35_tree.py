@@ -26,7 +26,7 @@ PARENTS = [-1, 0, 0, 1, 1, 2, 3, -1, 7, 5, 9, 6]
 i32 = np.int32
 
 
-@pytest.fixture(scope="module", params=["dense", "moe"])
+@pytest.fixture(scope="module", params=["dense", "moe", "next"])
 def built(request, tmp_path_factory):
     folder = tmp_path_factory.mktemp("q35tree") / request.param
     with warnings.catch_warnings():

@@ -7,7 +7,7 @@ static void require(bool ok, const std::string& msg) {
 }
 
 void validate_spec(const ModelSpec& s) {
-  static const char* kArchs[] = {"llama", "qwen2", "qwen3", "qwen3_moe", "qwen35", "qwen35moe"};
+  static const char* kArchs[] = {"llama", "qwen2", "qwen3", "qwen3_moe", "qwen35", "qwen35moe", "qwen3next"};
   std::string known;
   bool found = false;
   for (const char* a : kArchs) found |= s.arch == a, known += (known.empty() ? "" : ", ") + std::string(a);

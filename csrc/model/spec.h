@@ -35,7 +35,7 @@ struct BlockSpec {
 };
 
 struct ModelSpec {
-  std::string arch;  // "llama" | "qwen2" | "qwen3" | "qwen3_moe" | "qwen35" | "qwen35moe"
+  std::string arch;  // "llama" | "qwen2" | "qwen3" | "qwen3_moe" | "qwen35" | "qwen35moe" | "qwen3next"
   int vocab_size = 0, hidden_size = 0, num_layers = 0, num_heads = 0, num_kv_heads = 0, head_dim = 0;
   int intermediate_size = 0;
   float rms_eps = 1e-6f;

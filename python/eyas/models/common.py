@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-ARCHS = ("llama", "qwen2", "qwen3", "qwen3_moe", "qwen35", "qwen35moe")
+ARCHS = ("llama", "qwen2", "qwen3", "qwen3_moe", "qwen35", "qwen35moe", "qwen3next")
 
 
 def fail(msg: str) -> None:
@@ -156,6 +156,8 @@ _HF_LAYER = {
     "linear_attn.in_proj_b.weight": "ssm_beta", "linear_attn.in_proj_a.weight": "ssm_alpha",
     "linear_attn.conv1d.weight": "ssm_conv1d", "linear_attn.dt_bias": "ssm_dt.bias", "linear_attn.A_log": "ssm_a",
     "linear_attn.norm.weight": "ssm_norm", "linear_attn.out_proj.weight": "ssm_out",
+    # Qwen3-Next's fused projections, split by models/qwen35.split_fused_gdn.
+    "linear_attn.in_proj_qkvz.weight": "attn_qkvz", "linear_attn.in_proj_ba.weight": "ssm_ba",
 }
 _HF_GLOBAL = {"model.embed_tokens.weight": "token_embd", "model.norm.weight": "output_norm", "lm_head.weight": "output"}
 _LAYER_RE = re.compile(r"^model\.layers\.(\d+)\.(.+)$")
