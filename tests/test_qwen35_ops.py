@@ -181,3 +181,33 @@ def test_bad_arguments_are_clear_errors():
         _core_op(p, [-1], nodes=np.array([7], i32))
     with pytest.raises(ValueError, match=r"^\[gdn_conv_state\] nodes\[0\] = 5 is outside"):
         ops.gdn_conv_state(p["conv"], p["u"], np.array([5], i32))
+
+
+def test_threaded_kernels_give_the_bits_of_one_thread(threads):
+    """Sizes past the kernels' serial cut-offs, so the work really splits across threads (by value head
+    in the core, by row in the conv); a tree and a chain of 40 nodes."""
+    hk, dk, hv, dv, n = 2, 32, 8, 32, 40
+    c = 2 * hk * dk + hv * dv
+    rng = np.random.default_rng(7)
+    u, qkv = rng.standard_normal((n, c)).astype(f32), rng.standard_normal((n, c)).astype(f32)
+    a, b = rng.standard_normal((n, hv)).astype(f32), rng.standard_normal((n, hv)).astype(f32)
+    A, dt = (-rng.uniform(0.05, 1.0, hv)).astype(f32), (0.5 * rng.standard_normal(hv)).astype(f32)
+    w, conv = rng.standard_normal((c, K)).astype(f32), rng.standard_normal((K - 1, c)).astype(f32)
+    state = rng.standard_normal((hv, dk, dv)).astype(f32)
+    tree = np.array([-1] + [int(rng.integers(-1, i)) for i in range(1, n)], i32)
+    chain = np.arange(-1, n - 1, dtype=i32)
+
+    def run():
+        return (ops.gdn_conv(u, tree, conv, w),
+                ops.gdn_core(qkv, a, b, A, dt, tree, state, hk=hk, dk=dk),
+                *ops.gdn_core(qkv, a, b, A, dt, chain, state, hk=hk, dk=dk, final_state=True))
+
+    _core.set_num_threads(1)
+    want = run()
+    for nt in (2, 3):
+        _core.set_num_threads(nt)
+        for got, ref in zip(run(), want):
+            assert np.array_equal(got, ref), nt
+    # A chain's first rows do not depend on how many rows follow (batch invariance).
+    o = ops.gdn_core(qkv[:9], a[:9], b[:9], A, dt, chain[:9], state, hk=hk, dk=dk)
+    assert np.array_equal(o, want[2][:9])
