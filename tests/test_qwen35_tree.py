@@ -20,6 +20,7 @@ from eyas.sampling import SamplingParams  # noqa: E402
 from eyas.speculative import Eagle3Proposer, SpeculativeGenerator, TreePolicy  # noqa: E402
 from tests.fixtures import tiny_qwen35  # noqa: E402
 from tests.parity.cases_speculative import build, random_checkpoint  # noqa: E402
+from tests.test_speculative_greedy import take as _take  # noqa: E402
 
 # Two roots, siblings, 4 levels; node 9 hangs under 5 (a sibling subtree's grandchild).
 PARENTS = [-1, 0, 0, 1, 1, 2, 3, -1, 7, 5, 9, 6]
@@ -137,11 +138,3 @@ def test_greedy_speculative_equals_plain_with_a_random_drafter(built):
             gen = SpeculativeGenerator(spec_t, Eagle3Proposer(drafter), policy)
             assert _take(gen.steps(prompt, SamplingParams()), 30) == want, f"policy {policy}"
 
-
-def _take(steps, n):
-    out = []
-    for toks in steps:
-        out += toks
-        if len(out) >= n:
-            steps.close()
-            return out[:n]
