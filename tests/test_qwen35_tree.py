@@ -117,6 +117,29 @@ def test_partial_commit_of_a_causal_forward_replays(built):
     assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
 
 
+def test_partial_commit_of_a_chunked_causal_forward_replays(built):
+    """A causal forward split into chunks keeps every row's update inputs (up to GdnState::kKeepRows)."""
+    prefix, toks = _tree_case(4, 3)
+    t = _target(built, chunk=4)
+    t.forward(np.asarray(prefix, i32), logits="none")
+    t.commit(np.arange(len(prefix), dtype=i32))
+    t.forward(toks[:11].astype(i32), logits="none")  # 3 chunks
+    t.commit(np.arange(6, dtype=i32))
+    got = np.asarray(t.forward(np.array([4], i32), logits="last")["logits"])[0]
+    want = _plain(_target(built), prefix, np.concatenate([toks[:6], [4]]))[-1]
+    assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
+
+
+def test_a_long_causal_forward_can_only_be_committed_whole(built):
+    t = _target(built, max_context=128)
+    t.forward(np.zeros(65, i32), logits="none")  # past GdnState::kKeepRows
+    with pytest.raises(ValueError, match=r"^\[commit\] a recurrent \(gdn\) layer keeps the update inputs of trees "
+                                         r"and of causal forwards of up to 64 rows: commit all 65 rows"):
+        t.commit(np.arange(10, dtype=i32))
+    t.commit(np.arange(65, dtype=i32))
+    assert t.length == 65
+
+
 def test_a_tree_longer_than_a_chunk_is_refused(built):
     t = _target(built, chunk=4)
     with pytest.raises(ValueError, match=r"^\[forward\] a tree over recurrent \(gdn\) layers must fit in one chunk"):

@@ -17,25 +17,31 @@ ops::GdnDims dims_of(const ModelSpec& s) {
   return ops::GdnDims{g.num_k_heads, g.k_head_dim, g.num_v_heads, g.v_head_dim, g.l2_eps, g.tiled_heads};
 }
 
-// Scratch rows every gdn layer reuses: the output gate z and the core's output o.
+// Scratch rows every gdn layer reuses: the output gate z, the core's output o, and the update inputs
+// of forwards the states do not keep (GdnState::kKeepRows).
 struct GdnWorkspace : Workspace {
-  int64_t width;  // Hv * Dv
-  int64_t heads, dv;
+  int64_t width, heads, dv, channels;  // Hv * Dv, Hv, Dv, C
   int rows = 0;
-  Tensor z_buf, o_buf;  // F32[rows, Hv*Dv]
+  Tensor z_buf, o_buf, u_buf, qkv_buf, a_buf, b_buf;  // F32[rows, Hv*Dv] x2, F32[rows, C] x2, F32[rows, Hv] x2
   Tensor z, o, o_heads, z_heads;  // one chunk's rows; *_heads: F32[t*Hv, Dv]
+  GdnRows shared;
 
-  explicit GdnWorkspace(const GdnSpec& g) : width(int64_t(g.num_v_heads) * g.v_head_dim), heads(g.num_v_heads), dv(g.v_head_dim) {}
+  explicit GdnWorkspace(const GdnSpec& g)
+      : width(int64_t(g.num_v_heads) * g.v_head_dim), heads(g.num_v_heads), dv(g.v_head_dim),
+        channels(2 * int64_t(g.num_k_heads) * g.k_head_dim + width) {}
 
   void reserve(int n) override {
     if (n <= rows) return;
     rows = n;
-    z_buf = Tensor::empty(DType::F32, {n, width}), o_buf = Tensor::empty(DType::F32, {n, width});
+    auto f32 = [&](int64_t cols) { return Tensor::empty(DType::F32, {n, cols}); };
+    z_buf = f32(width), o_buf = f32(width), u_buf = f32(channels), qkv_buf = f32(channels);
+    a_buf = f32(heads), b_buf = f32(heads);
   }
 
   void bind(Encoder&, int t) override {
     z = model::rows(z_buf, 0, t), o = model::rows(o_buf, 0, t);
     z_heads = reshape(z, {t * heads, dv}), o_heads = reshape(o, {t * heads, dv});
+    shared = {model::rows(u_buf, 0, t), model::rows(qkv_buf, 0, t), model::rows(a_buf, 0, t), model::rows(b_buf, 0, t)};
   }
 };
 
@@ -75,16 +81,17 @@ Gdn::Gdn(const LayerInit& init) : spec_(init.spec), d_(dims_of(init.spec)) {
 
 void Gdn::encode(Encoder& enc, const Chunk& c, Workspace& workspace, LayerState* state) const {
   const GdnWorkspace& w = static_cast<const GdnWorkspace&>(workspace);
-  const GdnState::ChunkIo io = static_cast<GdnState&>(*state).chunk(c.slot0, c.t);
+  const GdnState::ChunkIo io = static_cast<GdnState&>(*state).chunk(c.slot0, c.t, w.shared);
+  const GdnRows& r = io.rows;
   ops::rms_norm(enc, c.x, attn_norm_, c.xn, spec_.rms_eps);
-  ops::matmul(enc, c.xn, w_qkv_, io.u);
+  ops::matmul(enc, c.xn, w_qkv_, r.u);
   ops::matmul(enc, c.xn, w_z_, w.z);
-  ops::matmul(enc, c.xn, w_b_, io.b);
-  ops::matmul(enc, c.xn, w_a_, io.a);
-  ops::gdn_conv(enc, io.u, io.parents, io.conv_in, conv_w_, io.qkv);
-  ops::gdn_core(enc, d_, io.qkv, io.a, io.b, A_, dt_bias_, Tensor{}, io.parents, io.state_in, io.state_out, w.o);
+  ops::matmul(enc, c.xn, w_b_, r.b);
+  ops::matmul(enc, c.xn, w_a_, r.a);
+  ops::gdn_conv(enc, r.u, io.parents, io.conv_in, conv_w_, r.qkv);
+  ops::gdn_core(enc, d_, r.qkv, r.a, r.b, A_, dt_bias_, Tensor{}, io.parents, io.state_in, io.state_out, w.o);
   // After the conv has read conv_in (which may be the working window itself).
-  if (io.conv_out.defined()) ops::gdn_conv_state(enc, io.conv_in, io.u, Tensor{}, io.conv_out);
+  if (io.conv_out.defined()) ops::gdn_conv_state(enc, io.conv_in, r.u, Tensor{}, io.conv_out);
   // Per head: RMSNorm(o) * w * silu(z).
   ops::rms_norm(enc, w.o_heads, norm_, w.o_heads, spec_.rms_eps);
   ops::silu_mul(enc, w.z, w.o, w.o);

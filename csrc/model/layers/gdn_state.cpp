@@ -34,22 +34,26 @@ void GdnState::reserve(int n) {
 }
 
 void GdnState::prepare(const ForwardPlan& plan) {
-  length_ = plan.length, causal_ = plan.causal, T_ = plan.T, stored_from_ = -1;
+  length_ = plan.length, causal_ = plan.causal, T_ = plan.T;
+  keep_ = !causal_ || T_ <= kKeepRows;
+  if (keep_) reserve(T_);
   if (!parents_.defined() || parents_.dim(0) < plan.T) parents_ = Tensor::empty(DType::I32, {plan.T});
   int32_t* p = parents_.data<int32_t>();
   // A causal forward runs chunk by chunk, each chunk a chain from the previous one's end.
   for (int i = 0; i < plan.T; ++i) p[i] = causal_ ? i - 1 : plan.parents[i];
 }
 
-GdnState::ChunkIo GdnState::chunk(int slot0, int t) {
+GdnState::ChunkIo GdnState::chunk(int slot0, int t, const GdnRows& shared) {
   const int c0 = slot0 - length_;
   if (!causal_ && (c0 != 0 || t != T_))
     fail("forward", "a tree over recurrent (gdn) layers must fit in one chunk: " + std::to_string(T_) +
                         " rows, chunk of " + std::to_string(t));
-  reserve(t);
-  stored_from_ = c0;
   ChunkIo io;
-  io.u = rows(u_, 0, t), io.qkv = rows(qkv_, 0, t), io.a = rows(a_, 0, t), io.b = rows(b_, 0, t);
+  if (keep_) {  // every row of the forward, at its own index
+    io.rows = {rows(u_, c0, t), rows(qkv_, c0, t), rows(a_, c0, t), rows(b_, c0, t)};
+  } else {
+    io.rows = shared;
+  }
   io.parents = head(parents_, t);
   const bool first = c0 == 0;
   io.conv_in = (causal_ && !first) ? conv_w_ : conv_c_;
@@ -66,9 +70,9 @@ void GdnState::commit(Encoder& enc, const CommitPlan& plan) {
     std::swap(conv_c_, conv_w_), std::swap(state_c_, state_w_);
     return;
   }
-  if (stored_from_ != 0)
-    fail("commit", "a recurrent (gdn) layer keeps the update inputs of one chunk only: commit all " +
-                       std::to_string(T_) + " rows of a causal forward longer than a chunk, or run it in one chunk");
+  if (!keep_)
+    fail("commit", "a recurrent (gdn) layer keeps the update inputs of trees and of causal forwards of up to " +
+                       std::to_string(kKeepRows) + " rows: commit all " + std::to_string(T_) + " rows");
   // Replay the accepted path from the committed state with the forward's kernel.
   Tensor nodes = Tensor::empty(DType::I32, {m}), chain = Tensor::empty(DType::I32, {m});
   for (int j = 0; j < m; ++j) nodes.data<int32_t>()[j] = (*plan.nodes)[j], chain.data<int32_t>()[j] = j - 1;
