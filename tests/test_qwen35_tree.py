@@ -34,7 +34,7 @@ def built(request, tmp_path_factory):
         warnings.simplefilter("ignore")
         model = tiny_qwen35.make_hf(request.param, folder)
     m = load_model(folder)
-    return {"model": model, "spec": m.spec, "weights": m.weights}
+    return {"model": model, "folder": folder, "spec": m.spec, "weights": m.weights}
 
 
 def _target(built, **kw):
@@ -161,3 +161,27 @@ def test_greedy_speculative_equals_plain_with_a_random_drafter(built):
             gen = SpeculativeGenerator(spec_t, Eagle3Proposer(drafter), policy)
             assert _take(gen.steps(prompt, SamplingParams()), 30) == want, f"policy {policy}"
 
+
+
+@pytest.mark.parametrize("source", ["hf", "gguf"])
+def test_public_api_with_an_eagle3_drafter_on_a_qwen35_target(built, tmp_path, source):
+    """eyas.load: a Qwen3.5 target (HF folder or GGUF) with an EAGLE-3 drafter checkpoint fit to its
+    hidden size and vocab; chat generation with the default chain and a tree equals plain decoding."""
+    import eyas
+    from tests.parity.cases_speculative import write_checkpoint
+
+    path = built["folder"] if source == "hf" else tiny_qwen35.write_gguf(tmp_path / "t.gguf", built["model"])
+    cfg, tensors = random_checkpoint(2, built["spec"], draft_vocab=64)
+    drafter = write_checkpoint(tmp_path / "drafter", cfg, tensors)
+    model = eyas.load(path, drafter=str(drafter), max_context=128)
+    assert model.proposer is not None
+    proposer = model.proposer
+    try:
+        model.proposer = None
+        want = model.generate("hello there", chat=True, max_tokens=20)
+    finally:
+        model.proposer = proposer
+    for tree in (None, "2,3,6"):
+        got = model.generate("hello there", chat=True, max_tokens=20, **({"tree": tree} if tree else {}))
+        assert got.tokens == want.tokens
+        assert got.metrics["num_drafts"] >= 1
