@@ -138,3 +138,19 @@ def test_truncate_inside_the_history_is_refused(built):
     t.truncate(5)
     t.truncate(0)
     assert t.length == 0
+
+
+def test_bad_gdn_specs_are_clear_errors(built):
+    m = load_model(built["folder"])
+    spec = dict(m.spec, gdn=None)
+    with pytest.raises(ValueError, match=r"^\[Transformer\] spec: gdn head counts and dims must be > 0"):
+        _core.Transformer(spec, m.weights, max_context=8)
+    spec = dict(m.spec, gdn=dict(m.spec["gdn"], num_v_heads=3))
+    with pytest.raises(ValueError, match=r"^\[Transformer\] spec: gdn.num_v_heads must be a multiple of gdn.num_k_heads"):
+        _core.Transformer(spec, m.weights, max_context=8)
+    spec = dict(m.spec, gdn=dict(m.spec["gdn"], conv_kernel=5))
+    with pytest.raises(ValueError, match=r"^\[Transformer\] weight 'blk.0.ssm_conv1d'"):
+        _core.Transformer(spec, m.weights, max_context=8)
+    weights = {k: v for k, v in m.weights.items() if k != "blk.2.ssm_a"}
+    with pytest.raises(ValueError, match=r"^\[Transformer\] missing weight 'blk.2.ssm_a'"):
+        _core.Transformer(m.spec, weights, max_context=8)
