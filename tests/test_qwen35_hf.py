@@ -146,7 +146,7 @@ def test_bad_gdn_specs_are_clear_errors(built):
     with pytest.raises(ValueError, match=r"^\[Transformer\] spec: gdn head counts and dims must be > 0"):
         _core.Transformer(spec, m.weights, max_context=8)
     spec = dict(m.spec, gdn=dict(m.spec["gdn"], num_v_heads=3))
-    with pytest.raises(ValueError, match=r"^\[Transformer\] spec: gdn.num_v_heads must be a multiple of gdn.num_k_heads"):
+    with pytest.raises(ValueError, match=r"^\[Transformer\] spec: gdn.num_v_heads must be a multiple of"):
         _core.Transformer(spec, m.weights, max_context=8)
     spec = dict(m.spec, gdn=dict(m.spec["gdn"], conv_kernel=5))
     with pytest.raises(ValueError, match=r"^\[Transformer\] weight 'blk.0.ssm_conv1d'"):

@@ -36,7 +36,8 @@ EYAS_BINDINGS(ops_gdn) {
          bind::Array state_in, int hk, int dk, std::optional<bind::Array> nodes, bool final_state, float l2_eps,
          bool tiled, std::optional<Encoder*> encoder) {
         const char* op = "gdn_core";
-        Tensor tq = bind::from_numpy(op, "qkv", qkv), ta = bind::from_numpy(op, "a", a), tb = bind::from_numpy(op, "b", b);
+        Tensor tq = bind::from_numpy(op, "qkv", qkv), ta = bind::from_numpy(op, "a", a);
+        Tensor tb = bind::from_numpy(op, "b", b);
         Tensor tA = bind::from_numpy(op, "A", A), tdt = bind::from_numpy(op, "dt_bias", dt_bias);
         Tensor tp = bind::from_numpy(op, "parents", parents), ts = bind::from_numpy(op, "state_in", state_in);
         Tensor tn = nodes ? bind::from_numpy(op, "nodes", *nodes) : Tensor{};

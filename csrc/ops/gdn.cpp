@@ -67,7 +67,8 @@ void gdn_conv_state(Encoder& enc, const Tensor& conv_in, const Tensor& u, const 
   check_f32_2d(op, "u", u);
   check_f32_2d(op, "conv_out", conv_out);
   check_writable(op, "conv_out", conv_out);
-  if (conv_out.shape != conv_in.shape) fail(op, "conv_out " + conv_out.describe() + " must match conv_in " + conv_in.describe());
+  if (conv_out.shape != conv_in.shape)
+    fail(op, "conv_out " + conv_out.describe() + " must match conv_in " + conv_in.describe());
   check_dim(op, "u", u, 1, conv_in.dim(1));
   const int64_t m = nodes.defined() ? (nodes.ndim() == 1 ? nodes.dim(0) : -1) : u.dim(0);
   if (m < 0) fail(op, "nodes must be 1-D, got " + nodes.describe());
@@ -114,7 +115,9 @@ void gdn_core(Encoder& enc, const GdnDims& d, const Tensor& qkv, const Tensor& a
     if (state_out.shape != state_shape) fail(op, "state_out " + state_out.describe() + " must be [Hv, Dk, Dv]");
     const int32_t* p = parents.data<int32_t>();
     for (int64_t j = 0; j < m; ++j)
-      if (p[j] != j - 1) fail(op, "state_out needs a chain (parents[j] = j - 1); parents[" + std::to_string(j) + "] = " + std::to_string(p[j]));
+      if (p[j] != j - 1)
+        fail(op, "state_out needs a chain (parents[j] = j - 1); parents[" + std::to_string(j) +
+                     "] = " + std::to_string(p[j]));
   }
   Backend& backend = backend_for(op, enc, {&qkv, &a, &b, &A, &dt_bias, &nodes, &parents, &state_in, &state_out, &o});
   if (m == 0) return;

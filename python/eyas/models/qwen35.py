@@ -19,6 +19,8 @@ from eyas.models.common import fail, hf_int
 HF_MODEL_TYPES = ("qwen3_5_text", "qwen3_5", "qwen3_5_moe_text", "qwen3_5_moe", "qwen3_next")
 GGUF_ARCHS = ("qwen35", "qwen35moe", "qwen3next")
 
+_F32 = 0  # the GGML type id of float32 weights (eyas.loaders.dtypes.F32; models sit below the loaders)
+
 # Norms stored as w with the model computing x * (1 + w); llama.cpp's converter stores 1 + w.
 _ONE_PLUS_W = ("attn_norm", "ffn_norm", "output_norm", "attn_q_norm", "attn_k_norm")
 
@@ -76,7 +78,8 @@ def spec_from_hf(config: dict) -> dict:
            "k_head_dim": hf_int(cfg, "linear_key_head_dim"), "v_head_dim": hf_int(cfg, "linear_value_head_dim"),
            "conv_kernel": hf_int(cfg, "linear_conv_kernel_dim"), "l2_eps": 1e-6}
     if gdn["num_v_heads"] % gdn["num_k_heads"]:
-        fail(f"linear_num_value_heads {gdn['num_v_heads']} is not a multiple of linear_num_key_heads {gdn['num_k_heads']}")
+        fail(f"linear_num_value_heads {gdn['num_v_heads']} is not a multiple of "
+             f"linear_num_key_heads {gdn['num_k_heads']}")
     layers = [{"mixer": m, "ffn": f} for m, f in zip(mixers, ffns)]
     arch = "qwen3next" if nxt else "qwen35moe" if is_moe else "qwen35"
     return base.from_hf(cfg, arch, qk_norm=True,
@@ -116,13 +119,13 @@ def _adapt_gguf_weights(weights: dict, L: int) -> None:
     shared-expert gate [H] is one row [1, H]; MTP blocks (blk.{L}.. appended by the converter) are dropped."""
     for name in list(weights):
         parts = name.split(".")
-        if parts[0] == "blk" and int(parts[1]) >= L:
+        if parts[0] == "blk" and parts[1].isdigit() and int(parts[1]) >= L:
             del weights[name]
         elif name.endswith(".post_attention_norm"):
             weights[name[: -len("post_attention_norm")] + "ffn_norm"] = weights.pop(name)
         elif name.endswith(".ffn_gate_inp_shexp") and len(weights[name][2]) == 1:
             arr, dt, shape = weights[name]
-            weights[name] = (arr.reshape(1, -1) if dt == 0 else arr, dt, [1, shape[0]])
+            weights[name] = (arr.reshape(1, -1) if dt == _F32 else arr, dt, [1, shape[0]])
 
 
 def spec_from_gguf(meta: dict, weights: dict, gguf_arch: str) -> dict:
@@ -173,7 +176,7 @@ def _rows(w: tuple, idx: np.ndarray) -> tuple:
     """Rows idx of a 2-D weight, any type (raw rows of quantized ones are whole blocks)."""
     arr, dt, shape = w
     part = np.ascontiguousarray(arr.reshape(shape[0], -1)[idx])
-    return (part.reshape(len(idx), *shape[1:]) if dt == 0 else part, dt, [len(idx), *shape[1:]])
+    return (part.reshape(len(idx), *shape[1:]) if dt == _F32 else part, dt, [len(idx), *shape[1:]])
 
 
 def split_fused_gdn(weights: dict, g: dict) -> None:
