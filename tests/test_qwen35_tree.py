@@ -75,6 +75,12 @@ def test_tree_rows_equal_plain_decoding_of_each_path(built, prefix_len, threads)
     t.forward(np.asarray(prefix, i32), logits="none")
     t.commit(np.arange(prefix_len, dtype=i32))
     tree = np.asarray(t.forward(toks.astype(i32), parents=np.array(PARENTS, i32), logits="all")["logits"])
+    # The same tree as a visibility mask (the speculative rounds' form): the parents come from the mask.
+    mask = np.zeros((len(PARENTS), len(PARENTS)), np.uint8)
+    for i in range(len(PARENTS)):
+        mask[i, _path(i)] = 1
+    by_mask = np.asarray(t.forward(toks.astype(i32), mask=mask, logits="all")["logits"])
+    assert np.array_equal(by_mask.view(np.uint32), tree.view(np.uint32))
     plain = _target(built)
     for i in range(len(PARENTS)):
         path = _path(i)
