@@ -45,6 +45,10 @@ CALLS = {
     "copy_cols": lambda e: ops.copy_cols(_r(2, 8), 0, _z(2, 8), 4, 4, encoder=e),
     "sigmoid_scale_rows": lambda e: ops.sigmoid_scale_rows(_r(2, 8), _r(2, 1), encoder=e),
     "moe_route": lambda e: ops.moe_route(_r(2, 4), 2, True, encoder=e),
+    "gdn_conv": lambda e: ops.gdn_conv(_r(2, 8), np.array([-1, 0], i32), _r(3, 8), _r(8, 4), encoder=e),
+    "gdn_conv_state": lambda e: ops.gdn_conv_state(_r(3, 8), _r(2, 8), encoder=e),
+    "gdn_core": lambda e: ops.gdn_core(_r(2, 12), _r(2, 2), _r(2, 2), _r(2), _r(2), np.array([-1, 0], i32),
+                                       _r(2, 2, 4), hk=1, dk=2, encoder=e),
     "moe_ffn": lambda e: ops.moe_ffn(_r(2, 32), _r(2, 4), _r(4, 8, 32), _r(4, 8, 32), _r(4, 32, 8), 2, True, encoder=e),
 }
 

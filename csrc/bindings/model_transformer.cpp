@@ -66,6 +66,18 @@ model::ModelSpec parse_spec(nb::dict d) {
     s.moe.shared_expert_intermediate_size = m.contains("shared_expert_intermediate_size") ? get<int>(m, "shared_expert_intermediate_size") : 0;
     s.moe.shared_expert_gate = m.contains("shared_expert_gate") ? get<bool>(m, "shared_expert_gate") : false;
   }
+  nb::handle gdn = d.contains("gdn") ? d["gdn"] : nb::none();
+  if (!gdn.is_none()) {
+    nb::dict g;
+    if (!nb::try_cast<nb::dict>(gdn, g)) fail(kOp, "spec: 'gdn' must be None or a dict");
+    s.gdn.num_k_heads = get<int>(g, "num_k_heads");
+    s.gdn.num_v_heads = get<int>(g, "num_v_heads");
+    s.gdn.k_head_dim = get<int>(g, "k_head_dim");
+    s.gdn.v_head_dim = get<int>(g, "v_head_dim");
+    s.gdn.conv_kernel = get<int>(g, "conv_kernel");
+    if (g.contains("l2_eps")) s.gdn.l2_eps = get<float>(g, "l2_eps");
+    if (g.contains("tiled_heads")) s.gdn.tiled_heads = get<bool>(g, "tiled_heads");
+  }
   nb::handle layers = d.contains("layers") ? d["layers"] : nb::none();
   if (!layers.is_none()) {
     nb::list blocks;

@@ -9,6 +9,7 @@
 #include "cpu/attention.h"
 #include "cpu/elementwise.h"
 #include "cpu/embedding.h"
+#include "cpu/gdn.h"
 #include "cpu/kernels.h"
 #include "cpu/kv_copy.h"
 #include "cpu/matmul.h"
@@ -168,6 +169,35 @@ class CpuBackend final : public ops::Backend {
 
   void moe_ffn(Encoder& enc, const Tensor& x, const Tensor& logits, const Tensor& gate_exps, const Tensor& up_exps,
                const Tensor& down_exps, int top_k, bool norm, const Tensor& y) override;
+
+  void gdn_conv(Encoder& enc, const Tensor& u, const Tensor& parents, const Tensor& conv_state, const Tensor& w,
+                const Tensor& y) override {
+    enc.dispatch("gdn_conv", {&u, &parents, &conv_state, &w}, {&y}, [u, parents, conv_state, w, y](ThreadPool& pool) {
+      cpu::gdn_conv(int(u.dim(0)), int(u.dim(1)), int(w.dim(1)), u.data<float>(), parents.data<int32_t>(),
+                    conv_state.data<float>(), w.data<float>(), y.data<float>(), pool);
+    });
+  }
+
+  void gdn_conv_state(Encoder& enc, const Tensor& conv_in, const Tensor& u, const Tensor& nodes, int m,
+                      const Tensor& conv_out) override {
+    enc.dispatch("gdn_conv_state", {&conv_in, &u, &nodes}, {&conv_out}, [conv_in, u, nodes, m, conv_out](ThreadPool&) {
+      cpu::gdn_conv_state(int(conv_in.dim(1)), int(conv_in.dim(0)) + 1, conv_in.data<float>(), u.data<float>(),
+                          nodes.defined() ? nodes.data<int32_t>() : nullptr, m, conv_out.data<float>());
+    });
+  }
+
+  void gdn_core(Encoder& enc, const ops::GdnDims& d, const Tensor& qkv, const Tensor& a, const Tensor& b,
+                const Tensor& A, const Tensor& dt_bias, const Tensor& nodes, const Tensor& parents,
+                const Tensor& state_in, const Tensor& state_out, const Tensor& o) override {
+    enc.dispatch("gdn_core", {&qkv, &a, &b, &A, &dt_bias, &nodes, &parents, &state_in}, {&state_out, &o},
+                 [=](ThreadPool& pool) {
+                   cpu::gdn_core(d, int(o.dim(0)), qkv.data<float>(), a.data<float>(), b.data<float>(),
+                                 A.data<float>(), dt_bias.data<float>(),
+                                 nodes.defined() ? nodes.data<int32_t>() : nullptr, parents.data<int32_t>(),
+                                 state_in.data<float>(), state_out.defined() ? state_out.data<float>() : nullptr,
+                                 o.data<float>(), pool);
+                 });
+  }
 };
 
 void CpuBackend::moe_ffn(Encoder& enc, const Tensor& x, const Tensor& logits, const Tensor& gate_exps,

@@ -7,8 +7,11 @@ static void require(bool ok, const std::string& msg) {
 }
 
 void validate_spec(const ModelSpec& s) {
-  require(s.arch == "llama" || s.arch == "qwen2" || s.arch == "qwen3" || s.arch == "qwen3_moe",
-          "unknown arch '" + s.arch + "' (llama, qwen2, qwen3, qwen3_moe)");
+  static const char* kArchs[] = {"llama", "qwen2", "qwen3", "qwen3_moe", "qwen35", "qwen35moe", "qwen3next"};
+  std::string known;
+  bool found = false;
+  for (const char* a : kArchs) found |= s.arch == a, known += (known.empty() ? "" : ", ") + std::string(a);
+  require(found, "unknown arch '" + s.arch + "' (" + known + ")");
   require(s.vocab_size > 0, "vocab_size must be > 0");
   require(s.hidden_size > 0, "hidden_size must be > 0");
   require(s.num_layers > 0, "num_layers must be > 0");
@@ -35,6 +38,16 @@ void validate_spec(const ModelSpec& s) {
   require(s.layers.empty() || int(s.layers.size()) == s.num_layers,
           "layers must list num_layers = " + std::to_string(s.num_layers) + " blocks, got " +
               std::to_string(s.layers.size()));
+  bool any_gdn = false;
+  for (const BlockSpec& b : s.layers) any_gdn |= b.mixer == "gdn";
+  if (any_gdn) {
+    const GdnSpec& g = s.gdn;
+    require(g.num_k_heads > 0 && g.num_v_heads > 0 && g.k_head_dim > 0 && g.v_head_dim > 0,
+            "gdn head counts and dims must be > 0");
+    require(g.num_v_heads % g.num_k_heads == 0, "gdn.num_v_heads must be a multiple of gdn.num_k_heads");
+    require(g.conv_kernel >= 2, "gdn.conv_kernel must be >= 2");
+    require(g.l2_eps >= 0.0f, "gdn.l2_eps must be >= 0");
+  }
 }
 
 std::vector<BlockSpec> resolve_layers(const ModelSpec& s, const WeightMap& w) {

@@ -14,6 +14,15 @@
 
 namespace eyas::ops {
 
+// Sizes of a Gated DeltaNet layer (ops/gdn.h): key heads, key head dim, value heads, value head dim.
+struct GdnDims {
+  int32_t hk = 0, dk = 0, hv = 0, dv = 0;
+  float l2_eps = 1e-6f;  // q/k l2-norm: x / sqrt(sum x^2 + l2_eps)
+  // Value head h reads key head h / (Hv/Hk) (transformers' grouped order) or, tiled, h % Hk
+  // (llama.cpp's GGUF order, whose converter moves value heads so that ggml can broadcast q/k).
+  bool tiled = false;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -47,6 +56,14 @@ class Backend {
                          const Tensor& w) = 0;
   virtual void moe_ffn(Encoder& enc, const Tensor& x, const Tensor& logits, const Tensor& gate_exps,
                        const Tensor& up_exps, const Tensor& down_exps, int top_k, bool norm, const Tensor& y) = 0;
+  // Gated DeltaNet (ops/gdn.h); undefined optional tensors are Tensor{}.
+  virtual void gdn_conv(Encoder& enc, const Tensor& u, const Tensor& parents, const Tensor& conv_state,
+                        const Tensor& w, const Tensor& y) = 0;
+  virtual void gdn_conv_state(Encoder& enc, const Tensor& conv_in, const Tensor& u, const Tensor& nodes, int m,
+                              const Tensor& conv_out) = 0;
+  virtual void gdn_core(Encoder& enc, const GdnDims& d, const Tensor& qkv, const Tensor& a, const Tensor& b,
+                        const Tensor& A, const Tensor& dt_bias, const Tensor& nodes, const Tensor& parents,
+                        const Tensor& state_in, const Tensor& state_out, const Tensor& o) = 0;
 };
 
 // The backend this build has for `kind`, or nullptr.

@@ -14,13 +14,16 @@ _LLAMA3 = (r"(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{
            r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
 _QWEN2 = (r"(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}"
           r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
+# Qwen3.5: Qwen2's splits with combining marks (\p{M}) kept inside letter runs (llama.cpp's "qwen35").
+_QWEN35 = (r"(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}"
+           r"| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
 
 # GGUF `tokenizer.ggml.pre` -> regex splits applied in order before byte-level BPE (as llama.cpp does).
 PRE_TOKENIZERS = {
     "default": [_GPT2], "gpt2": [_GPT2], "gpt-2": [_GPT2], "mpt": [_GPT2], "olmo": [_GPT2],
     "smollm": [r"\p{N}", _GPT2], "starcoder": [r"\p{N}", _GPT2], "refact": [r"\p{N}", _GPT2],
     "llama3": [_LLAMA3], "llama-bpe": [_LLAMA3], "llama-v3": [_LLAMA3],
-    "qwen2": [_QWEN2], "stablelm2": [_QWEN2],
+    "qwen2": [_QWEN2], "stablelm2": [_QWEN2], "qwen35": [_QWEN35],
 }
 # llama.cpp's token types (the gguf package's table).
 NORMAL, CONTROL, USER_DEFINED = int(TokenType.NORMAL), int(TokenType.CONTROL), int(TokenType.USER_DEFINED)

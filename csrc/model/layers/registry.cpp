@@ -2,6 +2,7 @@
 
 #include "model/layers/attention.h"
 #include "model/layers/dense_ffn.h"
+#include "model/layers/gdn.h"
 #include "model/layers/moe_ffn.h"
 
 namespace eyas::model {
@@ -10,6 +11,7 @@ namespace eyas::model {
 // objects (and their static registrars) the linker would drop.
 static const LayerKind kKinds[] = {
     {"attention", Role::Mixer, &build_attention},
+    {"gdn", Role::Mixer, &build_gdn},
     {"dense_ffn", Role::Ffn, &build_dense_ffn},
     {"moe_ffn", Role::Ffn, &build_moe_ffn},
 };

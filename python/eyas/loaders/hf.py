@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from eyas import models
-from eyas.loaders.dtypes import F32
+from eyas.loaders.dtypes import F32, to_f32
 from eyas.loaders.safetensors_mmap import read_safetensors
 from eyas.loaders.weights import normalize_vectors, validate
 from eyas.models.common import hf_name
@@ -44,10 +44,20 @@ def _split_rows(w: tuple, lo: int, hi: int) -> tuple:
     return (part if dt == F32 else part.reshape(E, -1), dt, [E, hi - lo, C])
 
 
+# Composite (vision-language) checkpoints: the text model's tensors under model.language_model.*,
+# plus a vision tower and multi-token-prediction heads that a causal LM does not use.
+_TEXT_PREFIX = "model.language_model."
+_UNUSED_PREFIXES = ("model.visual.", "mtp.")
+
+
 def map_weights(raw: dict, num_experts: int) -> dict:
     weights: dict = {}
     experts: dict[str, dict[int, tuple]] = {}
     for name, w in raw.items():
+        if name.startswith(_UNUSED_PREFIXES):
+            continue
+        if name.startswith(_TEXT_PREFIX):
+            name = "model." + name[len(_TEXT_PREFIX):]
         mapped = hf_name(name)
         if mapped is None:
             if name.endswith("rotary_emb.inv_freq"):
@@ -68,6 +78,14 @@ def map_weights(raw: dict, num_experts: int) -> dict:
             fail(f"{canon!r}: experts {missing[:8]} missing (config has {num_experts})")
         weights[canon] = _stack(canon, [by_index[e] for e in range(num_experts)])
     return weights
+
+
+def _as_f32(w: tuple, shape, fn=None) -> tuple:
+    """A float weight as a float32 copy in `shape`, optionally mapped by fn (float32 in, float32 out)."""
+    arr = to_f32(w[0], w[1], tuple(w[2])).reshape(shape).astype(np.float32)
+    if fn is not None:
+        arr = np.asarray(fn(arr), dtype=np.float32)
+    return (np.ascontiguousarray(arr), F32, list(shape))
 
 
 def load_hf(folder: str | Path):
@@ -94,5 +112,8 @@ def load_hf(folder: str | Path):
     if spec["tie_embeddings"]:
         weights.pop("output", None)  # some checkpoints save the tied copy too
     normalize_vectors(weights)
+    adapt = getattr(module, "adapt_hf_weights", None)  # an architecture's own conventions (e.g. 1 + w norms)
+    if adapt is not None:
+        adapt(weights, spec, _as_f32)
     validate(spec, weights, folder.name)
     return spec, weights, config

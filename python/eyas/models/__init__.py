@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from eyas.models import llama, qwen2, qwen3, qwen3_moe
+from eyas.models import llama, qwen2, qwen3, qwen3_moe, qwen35
 
-_MODULES: tuple[ModuleType, ...] = (llama, qwen2, qwen3, qwen3_moe)
+_MODULES: tuple[ModuleType, ...] = (llama, qwen2, qwen3, qwen3_moe, qwen35)
 HF_REGISTRY = {t: m for m in _MODULES for t in m.HF_MODEL_TYPES}
 GGUF_REGISTRY = {a: m for m in _MODULES for a in m.GGUF_ARCHS}
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-ARCHS = ("llama", "qwen2", "qwen3", "qwen3_moe")
+ARCHS = ("llama", "qwen2", "qwen3", "qwen3_moe", "qwen35", "qwen35moe", "qwen3next")
 
 
 def fail(msg: str) -> None:
@@ -75,7 +75,6 @@ def base_spec(arch: str, **kw: Any) -> dict:
 def expected_tensors(spec: dict) -> tuple[dict[str, tuple[int, ...]], dict[str, tuple[int, ...]]]:
     """(required, optional) canonical tensor name -> logical shape for a spec."""
     V, H, L = spec["vocab_size"], spec["hidden_size"], spec["num_layers"]
-    Hq, Hkv, D = spec["num_heads"], spec["num_kv_heads"], spec["head_dim"]
     I = spec["intermediate_size"]
     req = {"token_embd": (V, H), "output_norm": (H,)}
     opt: dict[str, tuple[int, ...]] = {}
@@ -85,21 +84,13 @@ def expected_tensors(spec: dict) -> tuple[dict[str, tuple[int, ...]], dict[str, 
     layers = spec.get("layers") or layer_kinds(L, range(L) if moe else ())
     for i, kinds in enumerate(layers):
         p = f"blk.{i}."
-        if kinds["mixer"] != "attention":
+        if kinds["mixer"] == "gdn":
+            req.update(_gdn_tensors(p, H, spec.get("gdn")))
+        elif kinds["mixer"] == "attention":
+            _attention_tensors(req, p, spec)
+        else:
             fail(f"layer {i}: unknown mixer kind {kinds['mixer']!r}")
-        req[p + "attn_norm"] = (H,)
-        req[p + "attn_q"] = (Hq * D * (2 if spec["attn_output_gate"] else 1), H)
-        req[p + "attn_k"] = (Hkv * D, H)
-        req[p + "attn_v"] = (Hkv * D, H)
-        req[p + "attn_output"] = (H, Hq * D)
         req[p + "ffn_norm"] = (H,)
-        if spec["qkv_bias"]:
-            req[p + "attn_q.bias"] = (req[p + "attn_q"][0],)
-            req[p + "attn_k.bias"] = (Hkv * D,)
-            req[p + "attn_v.bias"] = (Hkv * D,)
-        if spec["qk_norm"]:
-            req[p + "attn_q_norm"] = (D,)
-            req[p + "attn_k_norm"] = (D,)
         if kinds["ffn"] == "dense_ffn":
             req[p + "ffn_gate"] = (I, H)
             req[p + "ffn_up"] = (I, H)
@@ -120,6 +111,33 @@ def expected_tensors(spec: dict) -> tuple[dict[str, tuple[int, ...]], dict[str, 
     return req, opt
 
 
+def _attention_tensors(req: dict, p: str, spec: dict) -> None:
+    H, Hq, Hkv, D = spec["hidden_size"], spec["num_heads"], spec["num_kv_heads"], spec["head_dim"]
+    req[p + "attn_norm"] = (H,)
+    req[p + "attn_q"] = (Hq * D * (2 if spec["attn_output_gate"] else 1), H)
+    req[p + "attn_k"] = (Hkv * D, H)
+    req[p + "attn_v"] = (Hkv * D, H)
+    req[p + "attn_output"] = (H, Hq * D)
+    if spec["qkv_bias"]:
+        req[p + "attn_q.bias"] = (req[p + "attn_q"][0],)
+        req[p + "attn_k.bias"] = (Hkv * D,)
+        req[p + "attn_v.bias"] = (Hkv * D,)
+    if spec["qk_norm"]:
+        req[p + "attn_q_norm"] = (D,)
+        req[p + "attn_k_norm"] = (D,)
+
+
+def _gdn_tensors(p: str, H: int, g: dict | None) -> dict[str, tuple[int, ...]]:
+    """A Gated DeltaNet mixer's tensors (csrc/model/layers/gdn.h)."""
+    if g is None:
+        fail("a 'gdn' mixer needs the spec's 'gdn' sizes")
+    Hv, Vw = g["num_v_heads"], g["num_v_heads"] * g["v_head_dim"]
+    C = 2 * g["num_k_heads"] * g["k_head_dim"] + Vw
+    return {p + "attn_norm": (H,), p + "attn_qkv": (C, H), p + "attn_gate": (Vw, H), p + "ssm_beta": (Hv, H),
+            p + "ssm_alpha": (Hv, H), p + "ssm_conv1d": (C, g["conv_kernel"]), p + "ssm_dt.bias": (Hv,),
+            p + "ssm_a": (Hv,), p + "ssm_norm": (g["v_head_dim"],), p + "ssm_out": (H, Vw)}
+
+
 # HF parameter name (after the layer prefix) -> canonical suffix.
 _HF_LAYER = {
     "input_layernorm.weight": "attn_norm",
@@ -133,6 +151,13 @@ _HF_LAYER = {
     "mlp.gate.weight": "ffn_gate_inp",
     "mlp.shared_expert.gate_proj.weight": "ffn_gate_shexp", "mlp.shared_expert.up_proj.weight": "ffn_up_shexp",
     "mlp.shared_expert.down_proj.weight": "ffn_down_shexp", "mlp.shared_expert_gate.weight": "ffn_gate_inp_shexp",
+    # Gated DeltaNet (Qwen3.5); A_log and conv1d are converted by models/qwen35.adapt_hf_weights.
+    "linear_attn.in_proj_qkv.weight": "attn_qkv", "linear_attn.in_proj_z.weight": "attn_gate",
+    "linear_attn.in_proj_b.weight": "ssm_beta", "linear_attn.in_proj_a.weight": "ssm_alpha",
+    "linear_attn.conv1d.weight": "ssm_conv1d", "linear_attn.dt_bias": "ssm_dt.bias", "linear_attn.A_log": "ssm_a",
+    "linear_attn.norm.weight": "ssm_norm", "linear_attn.out_proj.weight": "ssm_out",
+    # Qwen3-Next's fused projections, split by models/qwen35.split_fused_gdn.
+    "linear_attn.in_proj_qkvz.weight": "attn_qkvz", "linear_attn.in_proj_ba.weight": "ssm_ba",
 }
 _HF_GLOBAL = {"model.embed_tokens.weight": "token_embd", "model.norm.weight": "output_norm", "lm_head.weight": "output"}
 _LAYER_RE = re.compile(r"^model\.layers\.(\d+)\.(.+)$")

@@ -4,7 +4,7 @@ Built from what `eyas.loaders.load_model` returns — the spec dict the C++ runt
 weights table — with every weight dequantized once to float32 (eyas.loaders.dtypes). The spec
 says how to run it, as it does for the runtime: rope style and inverse frequencies (GGUF llama
 files have Q/K rows permuted for interleaved rope, which rope_style "interleaved" encodes), QKV
-bias, QK-norm, gated attention output, MoE, tied embeddings. Besides the final hidden state it
+bias, QK-norm, gated attention output, MoE, tied embeddings, Gated DeltaNet mixers (train/gdn.py). Besides the final hidden state it
 returns the EAGLE-3 aux states: the residual stream entering `aux_layers`, concatenated low|mid|high.
 """
 
@@ -19,6 +19,7 @@ import torch.nn.functional as F
 from eyas.drafters.eagle3 import default_aux_layers
 from eyas.loaders.dtypes import dequantize
 
+from .gdn import gdn_mixer
 from .layers import apply_rope, rms_norm, rope_tables
 
 
@@ -70,6 +71,8 @@ class TorchTarget(torch.nn.Module):
         kinds = spec.get("layers") or [{"ffn": "moe_ffn" if f"blk.{i}.ffn_gate_inp" in weights else "dense_ffn"}
                                         for i in range(spec["num_layers"])]
         self.ffn_kinds = [k["ffn"] for k in kinds]
+        self.mixers = [k.get("mixer", "attention") for k in kinds]
+        self._gdn_cache: dict[int, dict] = {}  # recurrent state of gdn layers across cached calls
         for name, entry in weights.items():  # own writable copies: F32 entries are views of a memory map
             w = np.require(dequantize(*entry), np.float32, ["C", "W", "O"])
             self.register_buffer(name.replace(".", "__"), torch.from_numpy(w))
@@ -124,12 +127,21 @@ class TorchTarget(torch.nn.Module):
         if key_mask is not None:
             mask = mask & key_mask[:, None, None, :S]
         cos, sin = rope_tables(pos, self.rope_inv_freq)
+        if kv is not None and start == 0:
+            self._gdn_cache = {}
+        valid = key_mask[:, start:start + T] if key_mask is not None else None
         aux = {}
         for i in range(c.num_layers):
             if want_aux and i in c.aux_layers:
                 aux[i] = x
             p = f"blk.{i}."
             h = rms_norm(x, self.w(p + "attn_norm"), c.rms_eps)
+            if self.mixers[i] == "gdn":  # recurrent: state carried in _gdn_cache when a kv cache is used
+                cache = self._gdn_cache.setdefault(i, {}) if kv is not None else None
+                x = x + gdn_mixer(self.w, p, h, s["gdn"], c.rms_eps, valid, cache)
+                h = rms_norm(x, self.w(p + "ffn_norm"), c.rms_eps)
+                x = x + (self._moe(h, p) if self.ffn_kinds[i] == "moe_ffn" else self._dense(h, p, ""))
+                continue
             q, k, v = (h @ self.w(p + n).T for n in ("attn_q", "attn_k", "attn_v"))
             if s["qkv_bias"]:
                 q, k, v = q + self.w(p + "attn_q.bias"), k + self.w(p + "attn_k.bias"), v + self.w(p + "attn_v.bias")

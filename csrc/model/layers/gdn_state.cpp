@@ -1,0 +1,102 @@
+#include "model/layers/gdn_state.h"
+
+#include <cstring>
+#include <utility>
+
+#include "model/views.h"
+#include "ops/gdn.h"
+
+namespace eyas::model {
+
+namespace {
+
+Tensor zeros(std::vector<int64_t> shape) {
+  Tensor t = Tensor::empty(DType::F32, std::move(shape));
+  std::memset(t.data<float>(), 0, t.nbytes());
+  return t;
+}
+
+}  // namespace
+
+GdnState::GdnState(const ops::GdnDims& d, int conv_kernel, Tensor A, Tensor dt_bias)
+    : d_(d), K_(conv_kernel), A_(std::move(A)), dt_bias_(std::move(dt_bias)) {
+  const int64_t C = 2 * int64_t(d.hk) * d.dk + int64_t(d.hv) * d.dv;
+  conv_c_ = zeros({K_ - 1, C}), conv_w_ = zeros({K_ - 1, C});
+  state_c_ = zeros({d.hv, d.dk, d.dv}), state_w_ = zeros({d.hv, d.dk, d.dv});
+}
+
+void GdnState::reserve(int n) {
+  if (n <= rows_) return;
+  const int64_t C = conv_c_.dim(1);
+  rows_ = n;
+  u_ = Tensor::empty(DType::F32, {n, C}), qkv_ = Tensor::empty(DType::F32, {n, C});
+  a_ = Tensor::empty(DType::F32, {n, d_.hv}), b_ = Tensor::empty(DType::F32, {n, d_.hv});
+}
+
+void GdnState::prepare(const ForwardPlan& plan) {
+  length_ = plan.length, causal_ = plan.causal, T_ = plan.T;
+  keep_ = !causal_ || T_ <= kKeepRows;
+  if (keep_) reserve(T_);
+  if (!parents_.defined() || parents_.dim(0) < plan.T) parents_ = Tensor::empty(DType::I32, {plan.T});
+  int32_t* p = parents_.data<int32_t>();
+  // A causal forward runs chunk by chunk, each chunk a chain from the previous one's end.
+  for (int i = 0; i < plan.T; ++i) p[i] = causal_ ? i - 1 : plan.parents[i];
+}
+
+GdnState::ChunkIo GdnState::chunk(int slot0, int t, const GdnRows& shared) {
+  const int c0 = slot0 - length_;
+  if (!causal_ && (c0 != 0 || t != T_))
+    fail("forward", "a tree over recurrent (gdn) layers must fit in one chunk: " + std::to_string(T_) +
+                        " rows, chunk of " + std::to_string(t));
+  ChunkIo io;
+  if (keep_) {  // every row of the forward, at its own index
+    io.rows = {rows(u_, c0, t), rows(qkv_, c0, t), rows(a_, c0, t), rows(b_, c0, t)};
+  } else {
+    io.rows = shared;
+  }
+  io.parents = head(parents_, t);
+  const bool first = c0 == 0;
+  io.conv_in = (causal_ && !first) ? conv_w_ : conv_c_;
+  io.state_in = (causal_ && !first) ? state_w_ : state_c_;
+  if (causal_) io.conv_out = conv_w_, io.state_out = state_w_;
+  return io;
+}
+
+void GdnState::commit(Encoder& enc, const CommitPlan& plan) {
+  const int m = int(plan.nodes->size());
+  if (m == 0) return;
+  if (causal_ && plan.identity && m == T_) {
+    // Every row of a causal forward: its working pair is the new committed state.
+    std::swap(conv_c_, conv_w_), std::swap(state_c_, state_w_);
+    return;
+  }
+  if (!keep_)
+    fail("commit", "a recurrent (gdn) layer keeps the update inputs of trees and of causal forwards of up to " +
+                       std::to_string(kKeepRows) + " rows: commit all " + std::to_string(T_) + " rows");
+  // Replay the accepted path from the committed state with the forward's kernel.
+  Tensor nodes = Tensor::empty(DType::I32, {m}), chain = Tensor::empty(DType::I32, {m});
+  for (int j = 0; j < m; ++j) nodes.data<int32_t>()[j] = (*plan.nodes)[j], chain.data<int32_t>()[j] = j - 1;
+  if (!replay_o_.defined() || replay_o_.dim(0) < m)
+    replay_o_ = Tensor::empty(DType::F32, {m, int64_t(d_.hv) * d_.dv});
+  const int N = T_;
+  ops::gdn_core(enc, d_, rows(qkv_, 0, N), rows(a_, 0, N), rows(b_, 0, N), A_, dt_bias_, nodes, chain, state_c_,
+                state_c_, rows(replay_o_, 0, m));
+  ops::gdn_conv_state(enc, conv_c_, rows(u_, 0, N), nodes, conv_c_);
+}
+
+void GdnState::truncate(int length, int n) {
+  if (n == length) return;
+  if (n != 0)
+    fail("truncate", "a model with recurrent (gdn) layers keeps no history: truncate to 0 or to the length " +
+                         std::to_string(length) + ", not " + std::to_string(n));
+  reset();
+}
+
+void GdnState::reset() {
+  std::memset(conv_c_.data<float>(), 0, conv_c_.nbytes());
+  std::memset(state_c_.data<float>(), 0, state_c_.nbytes());
+}
+
+size_t GdnState::bytes(int) const { return conv_c_.nbytes() + state_c_.nbytes(); }
+
+}  // namespace eyas::model
