@@ -41,6 +41,8 @@ ESSAY_REQUESTS = [
 ]
 # kind -> share of the prompts
 MIX = {"doc_chat": 0.35, "code_chat": 0.25, "essay": 0.05, "raw_prose": 0.15, "raw_code": 0.20}
+# prose source -> share of the prose prompts (man pages outnumber the other documents)
+PROSE_SOURCES = {"pydoc": 0.4, "handbook": 0.3, "man": 0.3}
 # Chunk sizes in characters (about 4 chars per token for prose, 3.3 for code): up to ~2K tokens.
 PROSE_CHARS = (800, 8000)
 CODE_CHARS = (600, 6500)
@@ -77,7 +79,8 @@ def real_prompts(docs: list[Doc], n: int, seed: int = 0, progress=True):
 
     rng = random.Random(seed)
     train = [d for d in docs if not is_held_out(d)]
-    prose = [d for d in train if not d.is_code]
+    prose = {s: [d for d in train if d.source == s] for s in PROSE_SOURCES}
+    prose = {s: ds for s, ds in prose.items() if ds}
     code = [d for d in train if d.is_code]
     kinds = [k for k in MIX if (code if "code" in k else prose)]
     if not kinds:
@@ -88,7 +91,10 @@ def real_prompts(docs: list[Doc], n: int, seed: int = 0, progress=True):
     while len(out) < n and tries < 20 * n:
         tries += 1
         kind = rng.choices(kinds, weights)[0]
-        doc = rng.choice(code if "code" in kind else prose)
+        if "code" in kind:
+            doc = rng.choice(code)
+        else:
+            doc = rng.choice(prose[rng.choices(list(prose), [PROSE_SOURCES[s] for s in prose])[0]])
         made = _one(kind, doc, rng)
         if made is None or len(made[0]) < 40 or made[0] in seen:
             continue

@@ -173,14 +173,17 @@ def render_man(path: str) -> str:
     return "\n".join(ln[7:] if ln.startswith(" " * 7) else ln for ln in text.splitlines()).strip()
 
 
-def man_docs(root=MAN_ROOT, sections=("man1", "man8", "man5"), min_bytes=3000, limit=800):
-    """Rendered man pages (the larger ones, at most `limit`), one Doc per page."""
+def man_docs(root=MAN_ROOT, sections=("man1", "man8", "man5"), min_bytes=3000, limit=600):
+    """Rendered man pages (at most `limit` of those >= min_bytes compressed, picked by a stable
+    hash of the name so they span the alphabet), one Doc per page. The Google Cloud SDK's
+    thousands of generated `gcloud_*` pages are skipped: one tool's pages would crowd out the rest."""
     paths = []
     for sec in sections:
         d = os.path.join(root, sec)
         if os.path.isdir(d):
-            paths += [p for p in _walk(d, lambda f: f.endswith(".gz")) if os.path.getsize(p) >= min_bytes]
-    for path in sorted(paths, key=os.path.basename)[:limit]:
+            paths += [p for p in _walk(d, lambda f: f.endswith(".gz") and not f.startswith(("gcloud", "bq.", "gsutil")))
+                      if os.path.getsize(p) >= min_bytes]
+    for path in sorted(paths, key=lambda p: (_stable_hash(os.path.basename(p)), p))[:limit]:
         name = os.path.basename(path).removesuffix(".gz")
         text = render_man(path)
         if text:
