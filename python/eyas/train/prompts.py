@@ -196,7 +196,8 @@ def build_prompt_sets(out_dir, n_chat=16000, n_code=16000, n_eval=80, seed=0, ro
     return train, chat_eval, code_eval[:n_eval]
 
 
-def build_real_prompt_set(out_dir, n=40000, seed=0, sources=("pydoc", "handbook", "man", "code"), sdist_dir=None, log=print):
+def build_real_prompt_set(out_dir, n=40000, seed=0, sources=("pydoc", "handbook", "man", "code"), sdist_dir=None,
+                          log=print):
     """Write train.jsonl of n prompts from real documents (the held-out documents excluded)."""
     from .realprompts import real_prompts
     from .realtext import SDIST_DIR, is_held_out, load_docs
