@@ -7,9 +7,9 @@ t0=$(date +%s)
 while [ ! -f $W/DONE ] && [ $(( $(date +%s) - t0 )) -lt "$T" ]; do sleep 10; done
 tail -c 3000 $W/pipeline.log
 mkdir -p $OUT
-cat $W/pipeline.log $W/gen.log $W/eval.log > $OUT/logs.txt 2>/dev/null
+cat $W/pipeline.log $W/gen.log $W/eval.log $W/train_*.log > $OUT/logs.txt 2>/dev/null
 cat $W/runs/*/train_log.jsonl > $OUT/train_logs.jsonl 2>/dev/null
-cp $W/eval.json $W/eval60.json $OUT/ 2>/dev/null
+cp $W/eval*.json $OUT/ 2>/dev/null
 for m in eagle3 hass; do
   if [ -f $W/runs/$m/export/model.safetensors ] && [ -f $W/DONE ]; then
     tar -C $W/runs/$m -cf $W/$m.tar export

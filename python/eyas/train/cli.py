@@ -38,17 +38,22 @@ def _load_target(path, device):
 
 
 def cmd_prompts(a):
-    from .prompts import build_prompt_sets
+    from .prompts import build_prompt_sets, build_real_prompt_set
 
-    build_prompt_sets(a.out, n_chat=a.n_chat, n_code=a.n_code, n_eval=a.n_eval, seed=a.seed)
+    if a.source == "real":
+        build_real_prompt_set(a.out, n=a.n_real, seed=a.seed, sources=a.real_sources.split(","), sdist_dir=a.sdist_dir)
+    else:
+        build_prompt_sets(a.out, n_chat=a.n_chat, n_code=a.n_code, n_eval=a.n_eval, seed=a.seed)
 
 
 def _tokenize_prompts(tok, template, rows, max_prompt):
-    if template is None:
+    """Rows with "chat" (default true) go through the chat template; the others are raw text to
+    continue, tokenized as the engine's `encode_prompt(chat=False)` does."""
+    if template is None and any(r.get("chat", True) for r in rows):
         raise ValueError("[train] the target has no chat template to render the prompts with")
     out = []
     for r in rows:
-        ids = template.encode(tok, r["prompt"])
+        ids = template.encode(tok, r["prompt"]) if r.get("chat", True) else tok.encode(r["prompt"])
         if len(ids) <= max_prompt:
             out.append((ids, r))
     return out
@@ -246,6 +251,12 @@ def add_arguments(p: argparse.ArgumentParser):
     sub = p.add_subparsers(dest="train_cmd", required=True)
     s = sub.add_parser("prompts", help="build training prompts and held-out eval splits (offline sources)")
     s.add_argument("--out", required=True)
+    s.add_argument("--source", default="template", choices=["template", "real"],
+                   help="template: templated chat + function-signature code prompts (with eval splits); "
+                   "real: chunks of real documents installed here (bench/fetch_sources.sh), train.jsonl only")
+    s.add_argument("--n-real", type=int, default=40000, help="prompts for --source real")
+    s.add_argument("--real-sources", default="pydoc,handbook,man,code")
+    s.add_argument("--sdist-dir", help="folder of PyPI sdists for --source real (default ~/.cache/eyas/sdists)")
     s.add_argument("--n-chat", type=int, default=16000)
     s.add_argument("--n-code", type=int, default=16000)
     s.add_argument("--n-eval", type=int, default=80)

@@ -30,10 +30,12 @@ def _sample(logits, temps, top_p, gen, candidates=256):
 
 
 @torch.no_grad()
-def generate_batch(model, prompts, max_new, temps=None, top_p=0.95, seed=0, dtype=torch.float32):
+def generate_batch(model, prompts, max_new, temps=None, top_p=0.95, seed=0, dtype=torch.float32, prefill_chunk=512):
     """prompts: list of token-id lists -> list of response id lists (each ends with EOS if it stopped).
 
     dtype: KV cache dtype (bf16 on GPU under autocast, fp32 on CPU).
+    prefill_chunk: prompt tokens per prefill pass (long prompts: attention scores stay
+    [B, heads, chunk, S] instead of [B, heads, P, P]).
     """
     c = model.cfg
     dev = model.embed.device
@@ -50,7 +52,9 @@ def generate_batch(model, prompts, max_new, temps=None, top_p=0.95, seed=0, dtyp
     temps = torch.zeros(B, device=dev) if temps is None else torch.as_tensor(temps, dtype=torch.float32, device=dev)
     gen = torch.Generator(device=dev).manual_seed(seed)
     stop = torch.as_tensor(c.eos_ids, device=dev)
-    final, _ = model(ids, pos=pos, key_mask=key_mask, kv=kv, cache_pos=0, want_aux=False)
+    for s0 in range(0, P, prefill_chunk):
+        s1 = min(P, s0 + prefill_chunk)
+        final, _ = model(ids[:, s0:s1], pos=pos[:, s0:s1], key_mask=key_mask, kv=kv, cache_pos=s0, want_aux=False)
     out = torch.full((B, max_new), c.eos_id, dtype=torch.long, device=dev)
     done = torch.zeros(B, dtype=torch.bool, device=dev)
     lens = torch.full((B,), max_new, dtype=torch.long, device=dev)

