@@ -51,12 +51,14 @@ def plot(result: dict, path: str | Path) -> None:
         rates = v["acceptance_per_pos"]
         if rates:
             right.plot(range(1, len(rates) + 1), rates, marker="o", label=f"{n} (tau {v['mean_accepted_length']:.2f})")
-    right.set_ylim(0, 1)
+    deepest = max((len(v["acceptance_per_pos"]) for v in w), default=0)
+    right.set_xticks(list(range(1, deepest + 1)))
+    right.set_ylim(0, 1.05)
     right.set_xlabel("draft depth")
     right.set_ylabel("accepted when drafted")
     right.set_title("Acceptance per depth")
     if any(v["acceptance_per_pos"] for v in w):
-        right.legend(loc="upper right", fontsize="small")
+        right.legend(loc="lower left", fontsize="small")
     t = result["tree"]
     fig.suptitle(f"eyas bench: temperature {result['temperature']}, tree top_k={t['top_k']} depth={t['depth']}"
                  f"{' (adaptive)' if t['adaptive'] else ''}, {result['repeats']} repeat(s), "
