@@ -16,7 +16,7 @@ from eyas.speculative.adaptive import DepthChooser, fixed_cost
 from eyas.speculative.metrics import SpeculativeMetrics
 from eyas.speculative.policy import TreePolicy
 from eyas.speculative.proposer import Proposer
-from eyas.speculative.rounds import Accepted, DraftTree, accept, commit, split_aux, verify
+from eyas.speculative.rounds import Accepted, accept, commit, split_aux, verify
 
 
 def choose_policy(policy, proposer: Proposer) -> TreePolicy:
@@ -136,14 +136,13 @@ class SpeculativeGenerator:
         return features, np.array([out["argmax"]], np.int32)
 
     def _sampled_plain_step(self, root: int, sampling, rng) -> tuple[np.ndarray, np.ndarray]:
-        """A round with nothing drafted: the root alone through verify and accept, which draws the
-        next token from the target's distribution with the rounds' own rules and rng."""
-        tree = DraftTree(np.array([root], np.int32), np.array([-1], np.int32), np.zeros(1, np.int32),
-                         np.ones((1, 1), np.uint8))
-        verified = verify(self.target, tree, self.n_features, self.lazy)
-        acc = accept(verified, tree, sampling, rng, self.proposer.target_head)
-        commit(self.target, acc)
-        return verified.features[acc.path], acc.tokens
+        """A round with nothing drafted: plain sampled decoding's own step (forward, then the C++
+        sampler on the rounds' rng: the target's distribution, as a one-node tree's accept draws it,
+        without building a tree) that also captures the root's drafter features."""
+        out = self.target.forward(np.array([root], np.int32), logits="last", capture_aux=True)
+        self.target.commit(np.zeros(1, np.int32))
+        features = split_aux(out["aux"], self.n_features, self.lazy)[0]
+        return features, np.array([sampling.sample(out["logits"][-1], rng)], np.int32)
 
     def _prefill(self, ids: np.ndarray):
         aux_parts, logits = [], None
