@@ -95,7 +95,7 @@ class SpeculativeGenerator:
             if depth == 0:  # a plain step; the proposer ingests its pair before the next propose
                 t0 = time.perf_counter()
                 root = int(pending_tokens[-1])
-                features, tokens = self._plain_step(root) if greedy else self._sampled_plain_step(root, sampling, rng)
+                features, tokens = self._plain_step(root, sampling, rng)
                 self.stats.verify_s += time.perf_counter() - t0
                 self.stats.observe(1, 0)
                 last = (0, 0, t0)
@@ -127,22 +127,17 @@ class SpeculativeGenerator:
             pending_aux, pending_tokens = verified.features[acc.path], acc.tokens
             yield acc.tokens.tolist()
 
-    def _plain_step(self, root: int) -> tuple[np.ndarray, np.ndarray]:
-        """One greedy decode step of the target (plain decoding's own call, so the same bits) that
-        also captures the root's drafter features: (features F32[1, F*H], next token int32[1])."""
-        out = self.target.forward(np.array([root], np.int32), logits="argmax", capture_aux=True)
+    def _plain_step(self, root: int, sampling, rng) -> tuple[np.ndarray, np.ndarray]:
+        """A round with nothing drafted: plain decoding's own step (greedy: forward(logits="argmax"),
+        so the same bits; sampled: the last row through the C++ sampler on the rounds' rng, the
+        distribution a one-node tree's accept would draw from) that also captures the root's drafter
+        features: (features F32[1, F*H], next token int32[1])."""
+        greedy = sampling.greedy
+        out = self.target.forward(np.array([root], np.int32), logits="argmax" if greedy else "last", capture_aux=True)
         self.target.commit(np.zeros(1, np.int32))
         features = split_aux(out["aux"], self.n_features, self.lazy)[0]
-        return features, np.array([out["argmax"]], np.int32)
-
-    def _sampled_plain_step(self, root: int, sampling, rng) -> tuple[np.ndarray, np.ndarray]:
-        """A round with nothing drafted: plain sampled decoding's own step (forward, then the C++
-        sampler on the rounds' rng: the target's distribution, as a one-node tree's accept draws it,
-        without building a tree) that also captures the root's drafter features."""
-        out = self.target.forward(np.array([root], np.int32), logits="last", capture_aux=True)
-        self.target.commit(np.zeros(1, np.int32))
-        features = split_aux(out["aux"], self.n_features, self.lazy)[0]
-        return features, np.array([sampling.sample(out["logits"][-1], rng)], np.int32)
+        token = out["argmax"] if greedy else sampling.sample(out["logits"][-1], rng)
+        return features, np.array([token], np.int32)
 
     def _prefill(self, ids: np.ndarray):
         aux_parts, logits = [], None
