@@ -14,8 +14,7 @@ import json
 import sys
 from pathlib import Path
 
-from eyas.api import DEFAULT_KV_DTYPE, DEFAULT_MAX_CONTEXT, KV_DTYPES
-from eyas.commands.options import add_drafter_options
+from eyas.commands.options import add_model_options, load_model
 
 
 def fail(msg: str) -> None:
@@ -24,15 +23,12 @@ def fail(msg: str) -> None:
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("bench", help="compare plain and speculative decoding on a prompt set",
-                              description="Plain vs speculative decoding on the prompts of a .jsonl file "
-                                          '(one {"prompt": ..., "chat": true} per line).')
+                              description="Plain vs speculative decoding on the prompts of .jsonl files "
+                                          '(one {"prompt": ..., "chat": true} per line), per workload.')
     p.add_argument("--prompts", required=True, nargs="+",
                    help='jsonl files of prompts: one {"prompt": str or messages, "chat": bool, "max_tokens": int '
                         '(optional), "workload": str (optional, default: the file name)} per line')
-    p.add_argument("--model", default=None, help="GGUF file or HF folder (default: bundled SmolLM2-135M)")
-    add_drafter_options(p)
-    p.add_argument("--tree", default=None, help="tree policy 'TOP_K,DEPTH,TOTAL', 'chain:DEPTH' or 'auto[:MAX_DEPTH]' (default: the drafter's, else "
-                        "auto: a chain of 0-3 tokens per round, as deep as pays)")
+    add_model_options(p)
     p.add_argument("--max-tokens", type=int, default=128, help="tokens per prompt unless its line sets max_tokens")
     p.add_argument("--repeats", type=int, default=1)
     p.add_argument("--limit", type=int, default=None, help="use only the first N prompts")
@@ -40,11 +36,6 @@ def register(subparsers) -> None:
     p.add_argument("--top-p", type=float, default=1.0)
     p.add_argument("--top-k", type=int, default=0, help="0 = no limit")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--threads", type=int, default=None)
-    p.add_argument("--max-context", type=int, default=DEFAULT_MAX_CONTEXT)
-    p.add_argument("--kv-dtype", choices=KV_DTYPES, default=DEFAULT_KV_DTYPE,
-                   help="KV cache precision: f16 (default, as llama.cpp: half the bytes per token of context) "
-                        "or f32")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     p.add_argument("--plot", default=None, metavar="FILE.png",
                    help="also draw speed ratio and per-depth acceptance per workload (needs matplotlib: "
@@ -184,15 +175,16 @@ def _pooled(rows: list[dict]) -> dict:
 
 def _rates(c: dict) -> dict:
     """Speeds, ratio, tau and per-depth acceptance of one row or pooled counters."""
+    from eyas.speculative.metrics import acceptance_rates
+
     plain = c["plain_tokens"] / c["plain_s"] if c["plain_s"] else 0.0
     spec = c["speculative_tokens"] / c["speculative_s"] if c["speculative_s"] else 0.0
-    acc, tried = c["accepted_per_pos"], c["tried_per_pos"]
     return {
         "plain_tok_s": plain,
         "speculative_tok_s": spec,
         "speedup": spec / plain if plain else 0.0,
         "mean_accepted_length": 1 + c["num_accepted_tokens"] / c["num_drafts"] if c["num_drafts"] else 0.0,
-        "acceptance_per_pos": [(acc[d] if d < len(acc) else 0) / t if t else 0.0 for d, t in enumerate(tried)],
+        "acceptance_per_pos": acceptance_rates(c["accepted_per_pos"], c["tried_per_pos"]),
     }
 
 
@@ -226,7 +218,6 @@ def _table(result: dict) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    import eyas
     from eyas.speculative import TreePolicy
 
     for name in ("max_tokens", "repeats"):
@@ -238,8 +229,7 @@ def run(args: argparse.Namespace) -> int:
 
         check_plotting(args.plot)  # before minutes of benchmarking, not after
     policy = TreePolicy.parse(args.tree) if args.tree else None
-    model = eyas.load(args.model, drafter=args.drafter, drafter_family=args.drafter_family, threads=args.threads,
-                      max_context=args.max_context, kv_dtype=args.kv_dtype)
+    model = load_model(args)
     log = None if args.json else (lambda r: print(f"{r['workload']} prompt {r['prompt']}: {r['speedup']:.2f}x, "
                                                   f"tau {r['mean_accepted_length']:.2f}", file=sys.stderr))
     result = bench(model, prompts, policy=policy, max_tokens=args.max_tokens, repeats=args.repeats,

@@ -30,8 +30,7 @@ class SpeculativeMetrics:
     @property
     def acceptance_per_pos(self) -> list[float]:
         """[d-1]: how often depth d was accepted when it was drafted after an accepted d - 1."""
-        return [a / t if t else 0.0 for a, t in zip(self.accepted_per_pos + [0] * len(self.tried_per_pos),
-                                                     self.tried_per_pos)]
+        return acceptance_rates(self.accepted_per_pos, self.tried_per_pos)
 
     @property
     def mean_accepted_length(self) -> float:
@@ -52,6 +51,12 @@ class SpeculativeMetrics:
             "verify_s": self.verify_s,
             "accept_s": self.accept_s,
         }
+
+
+def acceptance_rates(accepted_per_pos: list, tried_per_pos: list) -> list[float]:
+    """[d-1]: accepted / tried at depth d (0 where depth d was never tried)."""
+    return [(accepted_per_pos[d] if d < len(accepted_per_pos) else 0) / t if t else 0.0
+            for d, t in enumerate(tried_per_pos)]
 
 
 def _count(per_pos: list, n: int) -> None:
