@@ -142,8 +142,7 @@ class Model:
         if chat:
             if self.loaded.chat_template is None:
                 raise ValueError("[generate] chat=True but the model has no chat template")
-            text = self.loaded.chat_template.render(prompt, add_generation_prompt=True)
-            return self.tokenizer.encode(text, add_bos=False)  # the template writes BOS itself if it wants one
+            return self.loaded.chat_template.encode(self.tokenizer, prompt)
         if not isinstance(prompt, str):
             raise ValueError("[generate] prompt must be a str (or use chat=True with a message list)")
         return self.tokenizer.encode(prompt)
