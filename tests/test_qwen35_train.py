@@ -17,7 +17,8 @@ from eyas.train.dataset import Sequences, choose_draft_vocab  # noqa: E402
 from eyas.train.drafter import DrafterConfig, Eagle3Drafter  # noqa: E402
 from eyas.train.generate import generate_batch  # noqa: E402
 from eyas.train.target import TorchTarget  # noqa: E402
-from eyas.train.trainer import TrainArgs, collate, target_signals, train, ttt_loss  # noqa: E402
+from eyas.train.trainer import TrainArgs, collate, train  # noqa: E402
+from tests.test_train import ttt_loss_now  # noqa: E402
 from tests.fixtures import backend, tiny_qwen35  # noqa: E402
 
 V = tiny_qwen35.VOCAB
@@ -78,12 +79,6 @@ def test_training_on_a_qwen35_target_lowers_the_loss(built, tmp_path):
     args = TrainArgs(steps_ttt=2, lr=3e-3, epochs=20, tokens_per_batch=256, max_len=32, ckpt_every=1000,
                      log_every=1000)
     ids, lm = collate(data, list(range(8)), torch.device("cpu"))
-
-    def loss_now():
-        with torch.no_grad():
-            aux, p, mask = target_signals(target, d, ids, lm)
-            return ttt_loss(d, aux, ids, p, mask, args)[1]
-
-    before = loss_now()
+    before = ttt_loss_now(target, d, ids, lm, args)
     train(target, d, data, str(tmp_path), args, torch.device("cpu"), log=lambda m: None)
-    assert loss_now()[0] < 0.9 * before[0]
+    assert ttt_loss_now(target, d, ids, lm, args)[0] < 0.9 * before[0]

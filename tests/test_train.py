@@ -127,21 +127,22 @@ def test_draft_vocab_maps(target, data):
         choose_draft_vocab(counts, V + 1)
 
 
+def ttt_loss_now(target, d, ids, lm, args):
+    """The drafter's training-time-test loss terms on a fixed batch, without gradients."""
+    with torch.no_grad():
+        aux, p, mask = target_signals(target, d, ids, lm)
+        return ttt_loss(d, aux, ids, p, mask, args)[1]
+
+
 @pytest.mark.parametrize("hass", [False, True])
 def test_training_lowers_loss(tmp_path, target, data, hass):
     d = _drafter(target, data)
     args = TrainArgs(steps_ttt=3, lr=3e-3, epochs=8, tokens_per_batch=512, max_len=64, hass=hass,
                      ckpt_every=1000, log_every=1000)
     ids, lm = collate(data, list(range(16)), torch.device("cpu"))
-
-    def loss_now():
-        with torch.no_grad():
-            aux, p, mask = target_signals(target, d, ids, lm)
-            return ttt_loss(d, aux, ids, p, mask, args)[1]
-
-    before = loss_now()
+    before = ttt_loss_now(target, d, ids, lm, args)
     steps = train(target, d, data, str(tmp_path), args, torch.device("cpu"), log=lambda m: None)
-    after = loss_now()
+    after = ttt_loss_now(target, d, ids, lm, args)
     assert after[0] < 0.85 * before[0], (before, after)
     assert (tmp_path / "ckpt.pt").exists()
     # Resume: a fresh drafter picks up the finished run's weights and trains no further.
