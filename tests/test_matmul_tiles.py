@@ -1,5 +1,5 @@
 """The weight repacks (Q4 in AMX tile order, Q8_0 for VNNI) and every path that reads them (AMX
-tile passes, VNNI over the pack at any T) give the scalar path's bits."""
+tile passes, VNNI over the pack at any T, AVX2 over the pack at any T) give the scalar path's bits."""
 
 import numpy as np
 import pytest
@@ -7,9 +7,9 @@ import pytest
 from eyas import _core
 from tests import quant_ref as qr
 
-# The ISAs that read the repacks: AVX-512 (VNNI over the pack at every T) and AMX (tiles from T = 16).
-PACKED_ISAS = [i for i in ("avx512", "amx") if i in _core.ops.available_isas()]
-needs_pack_isa = pytest.mark.skipif(not PACKED_ISAS, reason="no AVX-512 VNNI or AMX on this CPU")
+# The ISAs that read the repacks: AVX2 and AVX-512 (VNNI) over the pack at every T, AMX (tiles from T = 16).
+PACKED_ISAS = [i for i in ("avx2", "avx512", "amx") if i in _core.ops.available_isas()]
+needs_pack_isa = pytest.mark.skipif(not PACKED_ISAS, reason="no AVX2, AVX-512 VNNI or AMX on this CPU")
 
 
 def best_packed_isa() -> str:
@@ -38,7 +38,7 @@ def test_tile_paths_match_scalar(wtype, n):
         for t in (1, 2, 3, 4, 5, 8, 9, 15, 16, 17, 31, 32, 33, 40):
             _core.ops.set_isa("scalar")
             want = _core.ops.matmul(x[:t], w, wtype, (n, k))
-            for isa in PACKED_ISAS:  # AVX-512 reads the same repack on VNNI at every T
+            for isa in PACKED_ISAS:  # AVX2 and AVX-512 read the same repack at every T
                 _core.ops.set_isa(isa)
                 got = _core.ops.matmul(x[:t], w, wtype, (n, k))
                 assert np.array_equal(got, want), f"{wtype} n={n} T={t} threads={threads} isa={isa}"

@@ -30,4 +30,8 @@ EYAS_BINDINGS(ops_attention) {
   ops.def("_force_scalar", &ops::force_scalar_kernels, "on"_a,
           "Testing knob: run the rope/elementwise/softmax/top-k/attention kernels and the F16 KV write on their "
           "scalar paths.");
+  ops.def("_cap_simd", &ops::cap_simd_kernels, "level"_a,
+          "Testing knob: cap the same kernels at a SIMD level, 'scalar', 'avx2' or 'avx512' (the default).");
+  ops.def("_simd_levels", &ops::available_simd_levels,
+          "The SIMD levels of those kernels this CPU runs, slowest first (resets the cap to the best).");
 }

@@ -249,6 +249,143 @@ __attribute__((target("avx512f"))) void attend_tile_avx512(const AttentionArgs& 
       _mm512_storeu_ps(out + d, _mm512_div_ps(_mm512_add_ps(_mm512_loadu_ps(acc + d), _mm512_loadu_ps(acc + D + d)), lv));
   }
 }
+
+// ---- AVX2 + FMA: the same per-item operations as attend_scalar, 8 lanes at a time ----------------
+__attribute__((target("avx2,f16c"))) inline __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
+__attribute__((target("avx2,f16c"))) inline __m256 load8(const uint16_t* p) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+
+// Scores of 4 keys: each key's 16 lanes (two vectors) accumulate q * k over D, then fold16.
+template <typename KV>
+__attribute__((target("avx2,fma,f16c"), always_inline)) inline void scores4_avx2(const float* qr, const KV* const* kr,
+                                                                                 int D, float* out) {
+  __m256 lo[4], hi[4];
+  for (int k = 0; k < 4; ++k) lo[k] = hi[k] = _mm256_setzero_ps();
+  for (int c = 0; c < D; c += 16) {
+    const __m256 q0 = _mm256_loadu_ps(qr + c), q1 = _mm256_loadu_ps(qr + c + 8);
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k) {
+      lo[k] = _mm256_fmadd_ps(q0, load8(kr[k] + c), lo[k]);
+      hi[k] = _mm256_fmadd_ps(q1, load8(kr[k] + c + 8), hi[k]);
+    }
+  }
+  for (int k = 0; k < 4; ++k) out[k] = fold16_avx2(lo[k], hi[k]);
+}
+
+// acc0/acc1 (D floats each, in memory) += e[p] * v_row(p)[d0 .. d0 + 8 NV) for p in [p0, p1): even p
+// into acc0, odd into acc1, in p order (p0 even, so block after block keeps the sequence).
+template <int NV, typename ValueRow>
+__attribute__((target("avx2,fma,f16c"), always_inline)) inline void pv_block_avx2(ValueRow v_row, const float* e, int p0,
+                                                                                  int p1, int d0, float* acc0, float* acc1) {
+  __m256 a0[NV], a1[NV];
+  for (int g = 0; g < NV; ++g) a0[g] = _mm256_loadu_ps(acc0 + d0 + 8 * g), a1[g] = _mm256_loadu_ps(acc1 + d0 + 8 * g);
+  int p = p0;
+  for (; p + 2 <= p1; p += 2) {
+    const auto* v0 = v_row(p) + d0;
+    const auto* v1 = v_row(p + 1) + d0;
+    const __m256 e0 = _mm256_set1_ps(e[p]), e1 = _mm256_set1_ps(e[p + 1]);
+#pragma GCC unroll 4
+    for (int g = 0; g < NV; ++g) {
+      a0[g] = _mm256_fmadd_ps(e0, load8(v0 + 8 * g), a0[g]);
+      a1[g] = _mm256_fmadd_ps(e1, load8(v1 + 8 * g), a1[g]);
+    }
+  }
+  if (p < p1) {
+    const auto* v0 = v_row(p) + d0;
+    const __m256 e0 = _mm256_set1_ps(e[p]);
+    for (int g = 0; g < NV; ++g) a0[g] = _mm256_fmadd_ps(e0, load8(v0 + 8 * g), a0[g]);
+  }
+  for (int g = 0; g < NV; ++g) _mm256_storeu_ps(acc0 + d0 + 8 * g, a0[g]), _mm256_storeu_ps(acc1 + d0 + 8 * g, a1[g]);
+}
+
+// One tile (queries [i0, i1) x query heads [h0, h1) of one kv head), as attend_tile_avx512: each item
+// runs attend_scalar's operations; items interleave block by block so a block of K/V rows is read
+// from memory once for all of them.
+template <typename KV>
+__attribute__((target("avx2,fma,f16c"))) void attend_tile_avx2(const AttentionArgs& a, const uint8_t* mask,
+                                                               const float* q, const KV* kh, const KV* vh, float* o,
+                                                               int i0, int i1, int h0, int h1, TileScratch& sc) {
+  const int D = a.head_dim, group = h1 - h0, nq = i1 - i0, items = nq * group;
+  const int64_t stride = int64_t(a.prefix_len) + a.n_new + 16;
+  const int block = std::max(16, (32768 / (4 * D)) & ~15);
+  if (sc.slots.size() < size_t(nq) * stride) sc.slots.resize(size_t(nq) * stride);
+  if (sc.scores.size() < size_t(items) * stride) sc.scores.resize(size_t(items) * stride);
+  sc.acc.assign(size_t(items) * 2 * D, 0.0f);
+  sc.l.resize(items);
+  int n[64], ident[64], max_n = 0;
+  for (int t = 0; t < nq; ++t) {
+    int32_t* sl = sc.slots.data() + int64_t(t) * stride;
+    for (int s = 0; s < a.prefix_len; ++s) sl[s] = s;
+    n[t] = collect_new_slots(a, mask, i0 + t, sl);
+    int c = a.prefix_len;
+    while (c < n[t] && sl[c] == c) ++c;
+    ident[t] = c;
+    max_n = std::max(max_n, n[t]);
+  }
+  auto item_q = [&](int it) { return q + (int64_t(i0 + it / group) * a.n_heads + h0 + it % group) * D; };
+  auto row = [&](const KV* base, int t, int p) {
+    return base + int64_t(p < ident[t] ? p : sc.slots[int64_t(t) * stride + p]) * D;
+  };
+  // 1. scores
+  for (int b0 = 0; b0 < max_n; b0 += block)
+    for (int it = 0; it < items; ++it) {
+      const int t = it / group, b1 = std::min(b0 + block, n[t]);
+      float* s = sc.scores.data() + int64_t(it) * stride;
+      for (int p0 = b0; p0 < b1; p0 += 4) {
+        const KV* kp[4];
+        for (int k = 0; k < 4; ++k) kp[k] = row(kh, t, p0 + k < b1 ? p0 + k : p0);
+        float four[4];
+        scores4_avx2(item_q(it), kp, D, four);
+        for (int k = 0; k < 4 && p0 + k < b1; ++k) s[p0 + k] = four[k] * a.scale;
+      }
+    }
+  // 2. max, exp, sum per item (sum lanes: position p into lane p % 16)
+  const __m256 ninf = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+  for (int it = 0; it < items; ++it) {
+    const int nt = n[it / group];
+    float* s = sc.scores.data() + int64_t(it) * stride;
+    __m256 mv = ninf;
+    for (int p0 = 0; p0 < nt; p0 += 8) {
+      const __m256i k = tail_mask8(nt - p0);
+      mv = _mm256_max_ps(mv, _mm256_blendv_ps(ninf, _mm256_maskload_ps(s + p0, k), _mm256_castsi256_ps(k)));
+    }
+    __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(mv), _mm256_extractf128_ps(mv, 1));
+    m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+    m4 = _mm_max_ss(m4, _mm_shuffle_ps(m4, m4, 1));  // max is exact in any order
+    const __m256 mb = _mm256_set1_ps(_mm_cvtss_f32(m4));
+    __m256 lanes[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+    for (int p0 = 0; p0 < nt; p0 += 8) {
+      const __m256i k = tail_mask8(nt - p0);
+      const __m256 e = exp_avx2(_mm256_sub_ps(_mm256_maskload_ps(s + p0, k), mb));
+      _mm256_maskstore_ps(s + p0, k, e);
+      lanes[(p0 >> 3) & 1] = _mm256_add_ps(lanes[(p0 >> 3) & 1], _mm256_and_ps(e, _mm256_castsi256_ps(k)));
+    }
+    sc.l[it] = fold16_avx2(lanes[0], lanes[1]);
+  }
+  // 3. weighted V sums (even positions into acc0, odd into acc1, in position order), then normalize
+  for (int b0 = 0; b0 < max_n; b0 += block)
+    for (int it = 0; it < items; ++it) {
+      const int t = it / group, b1 = std::min(b0 + block, n[t]);
+      const float* e = sc.scores.data() + int64_t(it) * stride;
+      float* acc = sc.acc.data() + int64_t(it) * 2 * D;
+      auto v_row = [&](int p) { return row(vh, t, p); };
+      int d0 = 0;
+      for (; d0 + 32 <= D; d0 += 32) pv_block_avx2<4>(v_row, e, b0, b1, d0, acc, acc + D);
+      if (D - d0 == 16) pv_block_avx2<2>(v_row, e, b0, b1, d0, acc, acc + D);
+    }
+  for (int it = 0; it < items; ++it) {
+    float* out = o + (int64_t(i0 + it / group) * a.n_heads + h0 + it % group) * D;
+    const float* acc = sc.acc.data() + int64_t(it) * 2 * D;
+    if (n[it / group] == 0) {
+      std::fill(out, out + D, 0.0f);
+      continue;
+    }
+    const __m256 lv = _mm256_set1_ps(sc.l[it]);
+    for (int d = 0; d < D; d += 8)
+      _mm256_storeu_ps(out + d, _mm256_div_ps(_mm256_add_ps(_mm256_loadu_ps(acc + d), _mm256_loadu_ps(acc + D + d)), lv));
+  }
+}
 #endif
 
 }  // namespace
@@ -258,7 +395,8 @@ static void attention_kv(const AttentionArgs& a, const float* q, const KV* k, co
                   ThreadPool& pool) {
   const int D = a.head_dim, group = a.n_heads / a.n_kv_heads;
 #if EYAS_X86
-  if (use_avx512()) {
+  const bool simd512 = use_avx512();
+  if (simd512 || use_avx2()) {
     // Work units: (kv head, tile of queries, part of the kv head's query heads); a unit holds about
     // 16 (query, head) items. Decode has few units, so heads are split until every thread has work.
     const int per_tile = std::max(1, std::min(64, 16 / group));
@@ -273,7 +411,10 @@ static void attention_kv(const AttentionArgs& a, const float* q, const KV* k, co
         const int i0 = tile * per_tile, i1 = std::min(a.n_q, i0 + per_tile);
         const int h0 = g * group + part * group / parts, h1 = g * group + (part + 1) * group / parts;
         const int64_t kv_off = int64_t(g) * a.capacity * D;
-        attend_tile_avx512(a, mask, q, k + kv_off, v + kv_off, o, i0, i1, h0, h1, scratch);
+        if (simd512)
+          attend_tile_avx512(a, mask, q, k + kv_off, v + kv_off, o, i0, i1, h0, h1, scratch);
+        else
+          attend_tile_avx2(a, mask, q, k + kv_off, v + kv_off, o, i0, i1, h0, h1, scratch);
       }
     };
     // Short decodes finish faster than the pool wakes up.

@@ -2,6 +2,7 @@
 #include "ops/cpu_controls.h"
 
 #include <cstdint>
+#include <stdexcept>
 
 #include "cpu/matmul.h"
 #include "cpu/quant/isa.h"
@@ -14,6 +15,22 @@ std::string matmul_isa() { return cpu::matmul_isa(); }
 std::vector<std::string> available_matmul_isas() { return cpu::quant::available_isas(); }
 
 void force_scalar_kernels(bool on) { cpu::force_scalar(on); }
+
+static const char* const kSimdLevels[] = {"scalar", "avx2", "avx512"};
+
+void cap_simd_kernels(const std::string& level) {
+  for (int i = 0; i < 3; ++i)
+    if (level == kSimdLevels[i]) return cpu::cap_simd(i);
+  throw std::invalid_argument("[simd] unknown level '" + level + "' (scalar, avx2, avx512)");
+}
+
+std::vector<std::string> available_simd_levels() {
+  std::vector<std::string> out{"scalar"};
+  cpu::cap_simd(2);
+  if (cpu::use_avx2()) out.push_back("avx2");
+  if (cpu::use_avx512()) out.push_back("avx512");
+  return out;
+}
 
 Tensor repacked_weight(const Tensor& w) {
   // The layout does not depend on the call's row count; 2 rows is any small call.

@@ -1,5 +1,5 @@
 // Elementwise kernels over a flat [rows * cols] range split in 16-element-aligned chunks; the
-// exp-based ones have an AVX-512 path that gives the scalar path's bits (cpu/softmax_exp.h).
+// exp-based ones have AVX-512 and AVX2 paths that give the scalar path's bits (cpu/softmax_exp.h).
 #include "cpu/elementwise.h"
 
 #include <algorithm>
@@ -41,13 +41,28 @@ __attribute__((target("avx512f"))) void gated_avx512(int mode, const float* a, c
     _mm512_mask_storeu_ps(y + i, m, r);
   }
 }
+
+__attribute__((target("avx2,fma"))) void gated_avx2(int mode, const float* a, const float* b, float* y, int64_t n) {
+  const __m256 one = _mm256_set1_ps(1.0f), zero = _mm256_setzero_ps();
+  for (int64_t i = 0; i < n; i += 8) {
+    const __m256i m = tail_mask8(int(n - i < 8 ? n - i : 8));
+    const __m256 av = _mm256_maskload_ps(a + i, m), bv = _mm256_maskload_ps(b + i, m);
+    __m256 r;
+    if (mode == 0)
+      r = _mm256_mul_ps(_mm256_div_ps(av, _mm256_add_ps(one, exp_avx2(_mm256_sub_ps(zero, av)))), bv);
+    else
+      r = _mm256_div_ps(av, _mm256_add_ps(one, exp_avx2(_mm256_sub_ps(zero, bv))));
+    _mm256_maskstore_ps(y + i, m, r);
+  }
+}
 #endif
 
 void gated(int mode, const ElementwiseArgs& a, const float* x, const float* g, float* y, ThreadPool& pool) {
-  const bool simd = use_avx512();
+  const bool simd = use_avx512(), simd2 = use_avx2();
   for_range(int64_t(a.rows) * a.cols, pool, [&](int64_t b, int64_t e) {
 #if EYAS_X86
     if (simd) return gated_avx512(mode, x + b, g + b, y + b, e - b);
+    if (simd2) return gated_avx2(mode, x + b, g + b, y + b, e - b);
 #endif
     for (int64_t i = b; i < e; ++i) y[i] = mode == 0 ? silu_mul_1(x[i], g[i]) : sigmoid_mul_1(x[i], g[i]);
   });

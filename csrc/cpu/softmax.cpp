@@ -1,5 +1,5 @@
 // Softmax: z = (x - max) / temperature; e = exp(z) summed into 16 lanes (element i -> lane i % 16)
-// and folded 8/4/2/1; y = e / sum, or z - log(sum). One row per task; scalar and AVX-512 paths
+// and folded 8/4/2/1; y = e / sum, or z - log(sum). One row per task; scalar, AVX2 and AVX-512 paths
 // perform the same operations, so the bits never depend on the path, T or threads.
 #include "cpu/softmax.h"
 
@@ -62,12 +62,42 @@ __attribute__((target("avx512f"))) void row_avx512(const SoftmaxArgs& a, const f
     }
   }
 }
+
+// The same operations on 8 lanes; the 16 sum lanes are two vectors (elements 16c + 0..7, + 8..15).
+__attribute__((target("avx2,fma"))) void row_avx2(const SoftmaxArgs& a, const float* x, float* y) {
+  const int n = a.cols;
+  const __m256 ninf = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+  __m256 mv = ninf;
+  for (int i = 0; i < n; i += 8) {
+    const __m256i k = tail_mask8(n - i);
+    mv = _mm256_max_ps(mv, _mm256_blendv_ps(ninf, _mm256_maskload_ps(x + i, k), _mm256_castsi256_ps(k)));
+  }
+  __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(mv), _mm256_extractf128_ps(mv, 1));
+  m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+  m4 = _mm_max_ss(m4, _mm_shuffle_ps(m4, m4, 1));  // max is exact in any order
+  const __m256 m = _mm256_set1_ps(_mm_cvtss_f32(m4)), t = _mm256_set1_ps(a.temperature);
+  __m256 lanes[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+  for (int i = 0; i < n; i += 8) {
+    const __m256i k = tail_mask8(n - i);
+    const __m256 z = _mm256_div_ps(_mm256_sub_ps(_mm256_maskload_ps(x + i, k), m), t);
+    const __m256 e = exp_avx2(z);
+    lanes[(i >> 3) & 1] = _mm256_add_ps(lanes[(i >> 3) & 1], _mm256_and_ps(e, _mm256_castsi256_ps(k)));
+    _mm256_maskstore_ps(y + i, k, a.log ? z : e);
+  }
+  const float sum = fold16_avx2(lanes[0], lanes[1]);
+  const __m256 ls = _mm256_set1_ps(a.log ? float(std::log(double(sum))) : sum);
+  for (int i = 0; i < n; i += 8) {
+    const __m256i k = tail_mask8(n - i);
+    const __m256 v = _mm256_maskload_ps(y + i, k);
+    _mm256_maskstore_ps(y + i, k, a.log ? _mm256_sub_ps(v, ls) : _mm256_div_ps(v, ls));
+  }
+}
 #endif
 
 }  // namespace
 
 void softmax(const SoftmaxArgs& a, const float* x, float* y, ThreadPool& pool) {
-  const bool simd = use_avx512();
+  const bool simd = use_avx512(), simd2 = use_avx2();
   auto body = [&](int tid, int nth) {
     int64_t r0, r1;
     ThreadPool::split(a.rows, tid, nth, 1, &r0, &r1);
@@ -75,6 +105,10 @@ void softmax(const SoftmaxArgs& a, const float* x, float* y, ThreadPool& pool) {
 #if EYAS_X86
       if (simd) {
         row_avx512(a, x + r * a.cols, y + r * a.cols);
+        continue;
+      }
+      if (simd2) {
+        row_avx2(a, x + r * a.cols, y + r * a.cols);
         continue;
       }
 #endif

@@ -19,10 +19,13 @@
 
 namespace eyas::cpu {
 
-// True when the AVX-512 kernels may run (CPU support and not forced off for testing).
+// True when the AVX-512 (AVX2 + FMA + F16C) kernels may run: CPU support and not capped for testing.
 bool use_avx512();
-// Testing knob: force the scalar paths of the kernels in this family (rope, elementwise, softmax,
-// top-k, attention, the F16 KV write), to prove they give the same bits as the SIMD paths.
+bool use_avx2();
+// Testing knobs: cap the kernels in this family (rope, elementwise, softmax, top-k, attention, the
+// F16 KV write) at a SIMD level (0 scalar, 1 AVX2, 2 AVX-512), to prove every path gives the same
+// bits; force_scalar(on) is cap 0 or no cap.
+void cap_simd(int level);
 void force_scalar(bool on);
 
 namespace expc {
@@ -97,6 +100,46 @@ __attribute__((target("avx512f"))) inline float fold16_avx512(__m512 v) {
 
 __attribute__((target("avx512f"))) inline __mmask16 tail_mask(int n) {
   return __mmask16(n >= 16 ? 0xFFFF : (1u << n) - 1u);
+}
+// exp_scalar's operations on 8 lanes (AVX2 + FMA).
+__attribute__((target("avx2,fma"))) inline __m256 exp_avx2(__m256 x) {
+  using namespace expc;
+  const __m256 nan = _mm256_cmp_ps(x, x, _CMP_UNORD_Q);
+  const __m256 big = _mm256_cmp_ps(x, _mm256_set1_ps(kHi), _CMP_GT_OQ);
+  const __m256 small = _mm256_cmp_ps(x, _mm256_set1_ps(kLo), _CMP_LT_OQ);
+  // Out-of-range lanes are clamped only to keep the exponent arithmetic sane; they are replaced below.
+  const __m256 xc = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(kLo)), _mm256_set1_ps(kHi));
+  const __m256 n = _mm256_round_ps(_mm256_mul_ps(xc, _mm256_set1_ps(kLog2e)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(kLn2Hi), xc);
+  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(kLn2Lo), r);
+  __m256 p = _mm256_set1_ps(kP0);
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kP1));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kP2));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kP3));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kP4));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kP5));
+  const __m256 r2 = _mm256_mul_ps(r, r);
+  __m256 e = _mm256_fmadd_ps(p, r2, r);
+  e = _mm256_add_ps(e, _mm256_set1_ps(1.0f));
+  const __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  __m256 y = _mm256_mul_ps(e, _mm256_castsi256_ps(bits));
+  y = _mm256_blendv_ps(y, _mm256_set1_ps(std::numeric_limits<float>::infinity()), big);
+  y = _mm256_blendv_ps(y, _mm256_setzero_ps(), small);
+  return _mm256_blendv_ps(y, x, nan);
+}
+
+// fold16 of lanes 0..7 in lo and 8..15 in hi (lanes[l] += lanes[l + s] for s = 8, 4, 2, 1).
+__attribute__((target("avx2"))) inline float fold16_avx2(__m256 lo, __m256 hi) {
+  const __m256 v = _mm256_add_ps(lo, hi);
+  __m128 x = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  x = _mm_add_ps(x, _mm_movehl_ps(x, x));
+  x = _mm_add_ss(x, _mm_shuffle_ps(x, x, 1));
+  return _mm_cvtss_f32(x);
+}
+
+// Lanes [0, n) of a load or store of 8 floats (n < 8: a masked tail).
+__attribute__((target("avx2"))) inline __m256i tail_mask8(int n) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 #endif
 

@@ -19,6 +19,10 @@ std::vector<std::string> available_matmul_isas();  // usable on this CPU, slowes
 // Runs the rope/elementwise/softmax/top-k/attention kernels and the F16 KV write on their scalar
 // paths, to prove they give the SIMD paths' bits.
 void force_scalar_kernels(bool on);
+// The same family capped at a SIMD level: "scalar", "avx2", "avx512" (the default: the best the CPU
+// runs). Throws std::invalid_argument "[simd] ..." for another name.
+void cap_simd_kernels(const std::string& level);
+std::vector<std::string> available_simd_levels();  // usable on this CPU, slowest first
 
 // Test hooks on the matmul's weight repack; the caller has checked the arguments.
 // w: Q4_0, Q4_1 or Q8_0 [N, K] -> U8[bytes], the repack the VNNI and AMX kernels read.

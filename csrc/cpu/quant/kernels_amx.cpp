@@ -26,6 +26,7 @@ static inline float H2F(uint16_t h) { return _cvtsh_ss(h); }  // F16C: exact, as
 #include "cpu/quant/kdots_avx512.h"
 #include "cpu/quant/dot_generic.h"
 #include "cpu/quant/simd_avx512.h"
+#include "cpu/quant/q4rows.h"
 #include "cpu/quant/q4pack_avx512.h"
 
 // Tile paths from this many activation rows. Q8_0 reads its weights as A tiles with no unpacking

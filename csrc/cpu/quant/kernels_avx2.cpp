@@ -1,5 +1,6 @@
-// AVX2 kernel table: the portable definition compiled for AVX2 (integer block dots vectorize;
-// float order is the source's, so the bits equal the scalar table's), hand-written K-quant columns.
+// AVX2 kernel table: the portable definition compiled for AVX2 (float order is the source's, so the
+// bits equal the scalar table's), with hand-written Q4_0 / Q4_1 / Q8_0 columns over the repack,
+// activation quantization and K-quant columns.
 #include "cpu/quant/kernels.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -8,6 +9,8 @@
 #include <cstring>
 
 #include "cpu/quant/kquant_sums.h"
+#include "cpu/quant/q4pack.h"
+#include "cpu/quant/scratch.h"
 
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c,bmi2")
@@ -16,6 +19,8 @@ namespace avx2_impl {
 static inline float H2F(uint16_t h) { return _cvtsh_ss(h); }  // F16C: exact, as h2f
 #include "cpu/quant/dot_generic.h"
 #include "cpu/quant/kquant_avx2.h"
+#include "cpu/quant/q4rows.h"
+#include "cpu/quant/q4pack_avx2.h"
 }  // namespace avx2_impl
 }  // namespace eyas::cpu::quant
 #pragma GCC pop_options
@@ -25,10 +30,17 @@ const Table* table_avx2() {
   static const Table tb = [] {
     Table t{};
     t.isa = Isa::Avx2;
-    avx2_impl::fill_generic(t);
-    t.cols[kQ4_K] = &avx2_impl::cols_kquant_v<kQ4_K>;
-    t.cols[kQ5_K] = &avx2_impl::cols_kquant_v<kQ5_K>;
-    t.cols[kQ6_K] = &avx2_impl::cols_kquant_v<kQ6_K>;
+    using namespace avx2_impl;
+    fill_generic(t);
+    t.quant32 = &quant_rows32_avx2;
+    t.cols[kQ8_0] = &cols_avx2_packed<kQ8_0, &cols_generic<dot_q8_0, 32>>;
+    t.cols[kQ4_0] = &cols_avx2_packed<kQ4_0, &cols_generic<dot_q4_0, 32>>;
+    t.cols[kQ4_1] = &cols_avx2_packed<kQ4_1, &cols_generic<dot_q4_1, 32>>;
+    t.q4pack_min_rows = 1;  // the repack at every T: GGUF rows would need a horizontal sum per block
+    t.q8pack_max_rows = INT64_MAX;
+    t.cols[kQ4_K] = &cols_kquant_v<kQ4_K>;
+    t.cols[kQ5_K] = &cols_kquant_v<kQ5_K>;
+    t.cols[kQ6_K] = &cols_kquant_v<kQ6_K>;
     return t;
   }();
   return &tb;

@@ -1,15 +1,7 @@
 // AVX-512 VNNI on the repacked Q4_0/Q4_1 weights (q4pack.h), shared by the AVX-512 and AMX
-// tables; included after simd_avx512.h in TUs compiled for AVX-512 VNNI. Same bits as
+// tables; included after simd_avx512.h and q4rows.h in TUs compiled for AVX-512 VNNI. Same bits as
 // dot_generic.h: exact integer block dots, then its float operations in block order.
 // (No include guard: included once per ISA namespace.)
-
-// Per-call activation scalars by [row][block]: d (the quantizer's), and the min/offset term's
-// factor: d * float(s) for Q4_1, 8 * s for Q4_0 (both exactly as dot_generic.h forms them).
-struct Q4Rows {
-  const float* dx;
-  const float* dsx;
-  const int32_t* off;
-};
 
 // RT rows x 16 columns, for S column groups at once. Packed row r of a block holds, per column,
 // the 4 weights that meet activation bytes 4r..4r+3, so vpdpbusd against that dword broadcast gives
@@ -87,27 +79,6 @@ static void q4v_rows(const Job& j, const Q4Rows& xr, const int64_t (&n)[S], int6
   }
   for (int g = 0; g < S; ++g)
     for (int t = 0; t < RT; ++t) _mm512_storeu_ps(j.y + (r0 + t) * j.n + n[g], acc[g][t]);
-}
-
-// Activation scalars of every row by [row][block] (see Q4Rows), in `mem` (3 * T * K / 32 words).
-// off holds the weights' unsigned offset times sum(x_q), taken back out of the integer dot: 8 for
-// Q4_0's nibbles, 128 for the Q8_0 pack's int8 + 128 (Q4_1 does not use it).
-template <WKind K>
-static Q4Rows q4_rows(const Job& j, uint8_t* mem) {
-  constexpr int32_t zero_point = K == kQ8_0 ? 128 : 8;
-  const int64_t nb = j.k / 32, rb = j.t * nb;
-  float* dx = reinterpret_cast<float*>(mem);
-  float* dsx = dx + rb;
-  int32_t* off = reinterpret_cast<int32_t*>(dsx + rb);
-  for (int64_t t = 0; t < j.t; ++t)
-    for (int64_t b = 0; b < nb; ++b) {
-      const float d = j.act.d[t * j.act.d_per_row + b];
-      const int32_t s = j.act.s[t * j.act.s_per_row + b];
-      dx[t * nb + b] = d;
-      dsx[t * nb + b] = d * float(s);
-      off[t * nb + b] = zero_point * s;
-    }
-  return {dx, dsx, off};
 }
 
 // Few activation rows make the weights a pure stream, and one sequential stream per core leaves

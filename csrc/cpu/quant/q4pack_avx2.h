@@ -1,0 +1,160 @@
+// AVX2 on the repacked Q4_0 / Q4_1 / Q8_0 weights (q4pack.h): each 16-column group as two 8-lane
+// halves, so a lane is one output column and the epilogue needs no horizontal sums. Included after
+// dot_generic.h and q4rows.h in TUs compiled for AVX2. Same bits as dot_generic.h: exact integer
+// block dots, then its float operations in block order.
+// (No include guard: included once per ISA namespace.)
+//
+// AVX2 has no vpdpbusd: vpmaddubsw multiplies u8 weights by s8 activations into int16 pairs and
+// vpmaddwd by ones widens them to the dword sums. Nibble pairs are at most 2 * 15 * 127 = 3810, so
+// a block's 8 products add up in int16 (<= 30480) before one vpmaddwd. Q8_0 weights are signed:
+// |w| times the activation with w's sign (pairs <= 2 * 128 * 127 = 32512), one vpmaddwd each.
+
+constexpr int kQ4A2PrefetchBlocks = 8;
+
+static inline __m256i bcast_dword(const int8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return _mm256_set1_epi32(v);
+}
+
+// Rows [r0, r0 + RT) x 8 columns: half h (columns 8h..8h+7) of the 16-column group at n.
+template <WKind K, int RT>
+static void q4a_rows(const Job& j, const Q4Rows& xr, int64_t n, int h, int64_t r0) {
+  constexpr bool has_min = K == kQ4_1, q8 = K == kQ8_0;
+  constexpr int block_bytes = q8 ? kQ8PackBlockBytes : kQ4PackBlockBytes, d_at = q8 ? 512 : 256;
+  const int64_t nb = j.k / 32;
+  const uint8_t* src = j.wpack + size_t(n / 16) * size_t(nb) * block_bytes + 32 * h;
+  const __m256i m4 = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1), bias = _mm256_set1_epi8(char(0x80));
+  const int8_t* xq0 = j.act.qs + r0 * j.k;
+  const float* dx0 = xr.dx + r0 * nb;
+  const float* dsx0 = xr.dsx + r0 * nb;
+  const int32_t* off0 = xr.off + r0 * nb;
+  __m256 acc[RT];
+#pragma GCC unroll 8
+  for (int t = 0; t < RT; ++t) acc[t] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* s = src + b * block_bytes;
+    _mm_prefetch(reinterpret_cast<const char*>(s + kQ4A2PrefetchBlocks * block_bytes), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(s + kQ4A2PrefetchBlocks * block_bytes + 128), _MM_HINT_T0);
+    if constexpr (q8) {
+      _mm_prefetch(reinterpret_cast<const char*>(s + kQ4A2PrefetchBlocks * block_bytes + 256), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(s + kQ4A2PrefetchBlocks * block_bytes + 384), _MM_HINT_T0);
+    }
+    const __m256 dwv = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s - 32 * h + d_at + 16 * h)));
+    __m256 mwv = _mm256_setzero_ps();
+    if constexpr (has_min) mwv = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s - 32 * h + 288 + 16 * h)));
+    __m256i w[8], wabs[8];
+    if constexpr (q8) {
+#pragma GCC unroll 8
+      for (int r = 0; r < 8; ++r) {  // the pack stores int8 + 128: flip the top bit back
+        w[r] = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + 64 * r)), bias);
+        wabs[r] = _mm256_abs_epi8(w[r]);
+      }
+    } else {
+#pragma GCC unroll 4
+      for (int r = 0; r < 4; ++r) {
+        const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + 64 * r));
+        w[r] = _mm256_and_si256(v, m4);
+        w[r + 4] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+      }
+    }
+#pragma GCC unroll 8
+    for (int t = 0; t < RT; ++t) {
+      const int8_t* xq = xq0 + t * j.k + b * 32;
+      __m256i iv;
+      if constexpr (q8) {
+        __m256i i0 = _mm256_setzero_si256(), i1 = _mm256_setzero_si256();
+#pragma GCC unroll 4
+        for (int r = 0; r < 4; ++r) {
+          i0 = _mm256_add_epi32(i0, _mm256_madd_epi16(
+                   _mm256_maddubs_epi16(wabs[2 * r], _mm256_sign_epi8(bcast_dword(xq + 8 * r), w[2 * r])), ones));
+          i1 = _mm256_add_epi32(i1, _mm256_madd_epi16(
+                   _mm256_maddubs_epi16(wabs[2 * r + 1], _mm256_sign_epi8(bcast_dword(xq + 8 * r + 4), w[2 * r + 1])), ones));
+        }
+        iv = _mm256_add_epi32(i0, i1);
+      } else {
+        __m256i p0 = _mm256_setzero_si256(), p1 = _mm256_setzero_si256();  // two short chains
+#pragma GCC unroll 4
+        for (int r = 0; r < 4; ++r) {
+          p0 = _mm256_add_epi16(p0, _mm256_maddubs_epi16(w[r], bcast_dword(xq + 4 * r)));
+          p1 = _mm256_add_epi16(p1, _mm256_maddubs_epi16(w[r + 4], bcast_dword(xq + 16 + 4 * r)));
+        }
+        iv = _mm256_madd_epi16(_mm256_add_epi16(p0, p1), ones);
+      }
+      const int64_t rb = t * nb + b;
+      if constexpr (K == kQ4_0) iv = _mm256_sub_epi32(iv, _mm256_set1_epi32(off0[rb]));
+      __m256 pv = _mm256_mul_ps(_mm256_cvtepi32_ps(iv), _mm256_mul_ps(dwv, _mm256_set1_ps(dx0[rb])));
+      if constexpr (has_min) pv = _mm256_add_ps(pv, _mm256_mul_ps(mwv, _mm256_set1_ps(dsx0[rb])));
+      acc[t] = _mm256_add_ps(acc[t], pv);
+    }
+  }
+  for (int t = 0; t < RT; ++t) _mm256_storeu_ps(j.y + (r0 + t) * j.n + n + 8 * h, acc[t]);
+}
+
+// Every row of the 16-column groups in [n0, n1): 4 rows a pass (a group's blocks stay in L1/L2 for
+// the passes after the first), the remainder in one pass.
+template <WKind K>
+static void q4a_cols(const Job& j, const Q4Rows& xr, int64_t n0, int64_t n1) {
+  for (int64_t n = n0; n < n1; n += 16)
+    for (int h = 0; h < 2; ++h) {
+      int64_t r = 0;
+      for (; r + 4 <= j.t; r += 4) q4a_rows<K, 4>(j, xr, n, h, r);
+      switch (j.t - r) {
+        case 3: q4a_rows<K, 3>(j, xr, n, h, r); break;
+        case 2: q4a_rows<K, 2>(j, xr, n, h, r); break;
+        case 1: q4a_rows<K, 1>(j, xr, n, h, r); break;
+        default: break;
+      }
+    }
+}
+
+// The AVX2 table's Q4_0 / Q4_1 / Q8_0 path at every T; columns past N / 16 * 16, and every column
+// when there is no pack, on the GGUF path `Fallback`. Same bits either way.
+template <WKind K, ColsFn Fallback>
+void cols_avx2_packed(const Job& j, int64_t n0, int64_t n1) {
+  const int64_t full = j.wpack ? n0 + (n1 - n0) / 16 * 16 : n0;
+  if (full > n0) {
+    uint8_t* base = thread_scratch<kScratchKernel>(size_t(j.t * (j.k / 32)) * 12);
+    q4a_cols<K>(j, q4_rows<K>(j, base), n0, full);
+  }
+  if (full < n1) Fallback(j, full, n1);
+}
+
+// Activation rows quantized per 32-block with dot_generic.h's quant_rows32 bits: amax / 127 as the
+// scale, x * (1 / d) clamped to +-127 and rounded half to even (vcvtps2dq under the default MXCSR).
+inline void quant_rows32_avx2(const ActRows& a, int64_t r0, int64_t r1) {
+  const int64_t nb = a.k / 32;
+  const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+  const __m256 lo = _mm256_set1_ps(-127.0f), hi = _mm256_set1_ps(127.0f);
+  for (int64_t r = r0; r < r1; ++r) {
+    const float* x = a.x + r * a.k;
+    int8_t* q = a.qs + r * a.k;
+    for (int64_t b = 0; b < nb; ++b) {
+      __m256 v[4];
+      __m256 m = _mm256_setzero_ps();
+      for (int i = 0; i < 4; ++i) {
+        v[i] = _mm256_loadu_ps(x + 32 * b + 8 * i);
+        m = _mm256_max_ps(m, _mm256_and_ps(v[i], abs_mask));
+      }
+      __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+      m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+      m4 = _mm_max_ss(m4, _mm_shuffle_ps(m4, m4, 1));
+      const float amax = _mm_cvtss_f32(m4);  // max is exact in any order
+      const float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+      const __m256 idv = _mm256_set1_ps(id);
+      __m256i qi[4];
+      for (int i = 0; i < 4; ++i)
+        qi[i] = _mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(_mm256_mul_ps(v[i], idv), lo), hi));
+      // int32 -> int8 in element order (the packs interleave 128-bit lanes; the permute undoes it)
+      const __m256i w01 = _mm256_packs_epi32(qi[0], qi[1]), w23 = _mm256_packs_epi32(qi[2], qi[3]);
+      const __m256i b8 = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(w01, w23), _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + 32 * b), b8);
+      const __m256i s8 = _mm256_add_epi32(_mm256_add_epi32(qi[0], qi[1]), _mm256_add_epi32(qi[2], qi[3]));
+      __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(s8), _mm256_extracti128_si256(s8, 1));
+      s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4E));
+      s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xB1));
+      a.d[r * a.d_per_row + b] = d;
+      a.s[r * a.s_per_row + b] = _mm_cvtsi128_si32(s4);
+    }
+  }
+}
