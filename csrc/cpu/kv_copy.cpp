@@ -20,6 +20,15 @@ __attribute__((target("avx512f"))) int64_t to_half_avx512(const float* s, uint16
   }
   return i;
 }
+
+__attribute__((target("avx2,f16c"))) int64_t to_half_avx2(const float* s, uint16_t* d, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(s + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(d + i), h);
+  }
+  return i;
+}
 #endif
 
 // n floats -> halves, rounded to nearest even: the bits of quant::f2h (vcvtps2ph rounds the same).
@@ -27,6 +36,7 @@ void to_half(const float* s, uint16_t* d, int64_t n) {
   int64_t i = 0;
 #if EYAS_X86
   if (use_avx512()) i = to_half_avx512(s, d, n);
+  else if (use_avx2()) i = to_half_avx2(s, d, n);
 #endif
   for (; i < n; ++i) d[i] = quant::f2h(s[i]);
 }

@@ -38,6 +38,26 @@ __attribute__((target("avx512f"))) int32_t argmax_avx512(const float* x, int n) 
   }
   return 0;
 }
+
+__attribute__((target("avx2"))) int32_t argmax_avx2(const float* x, int n) {
+  const __m256 ninf = _mm256_set1_ps(kNegInf);
+  __m256 mv = ninf;
+  for (int i = 0; i < n; i += 8) {  // NaN and tail lanes keep the running max
+    const __m256 k = _mm256_castsi256_ps(tail_mask8(n - i));
+    const __m256 v = _mm256_maskload_ps(x + i, _mm256_castps_si256(k));
+    mv = _mm256_blendv_ps(mv, _mm256_max_ps(mv, v), _mm256_and_ps(k, _mm256_cmp_ps(v, v, _CMP_ORD_Q)));
+  }
+  __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(mv), _mm256_extractf128_ps(mv, 1));
+  m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+  m4 = _mm_max_ss(m4, _mm_shuffle_ps(m4, m4, 1));
+  const __m256 m = _mm256_set1_ps(_mm_cvtss_f32(m4));
+  for (int i = 0; i < n; i += 8) {
+    const __m256i k = tail_mask8(n - i);
+    const int hit = _mm256_movemask_ps(_mm256_and_ps(_mm256_castsi256_ps(k), _mm256_cmp_ps(_mm256_maskload_ps(x + i, k), m, _CMP_EQ_OQ)));
+    if (hit) return i + __builtin_ctz(hit);
+  }
+  return 0;
+}
 #endif
 
 struct Entry {
@@ -78,15 +98,27 @@ __attribute__((target("avx512f"))) int scan_avx512(const float* x, int n, int i0
   }
   return n;
 }
+
+__attribute__((target("avx2"))) int scan_avx2(const float* x, int n, int i0, TopK& t) {
+  for (; i0 < n; i0 += 8) {
+    const __m256i m = tail_mask8(n - i0);
+    const __m256 gt = _mm256_cmp_ps(_mm256_maskload_ps(x + i0, m), _mm256_set1_ps(t.heap.front().key), _CMP_GT_OQ);
+    if (_mm256_movemask_ps(_mm256_and_ps(gt, _mm256_castsi256_ps(m))))
+      for (int l = 0; l < 8 && i0 + l < n; ++l) t.offer(x[i0 + l], i0 + l);
+  }
+  return n;
+}
 #endif
 
-void topk_row(const float* x, int n, int k, bool simd, float* values, int32_t* idx) {
+// simd: 0 scalar, 1 AVX2, 2 AVX-512.
+void topk_row(const float* x, int n, int k, int simd, float* values, int32_t* idx) {
   TopK t{{}, k};
   t.heap.reserve(k);
   int i = 0;
   for (; i < n && int(t.heap.size()) < k; ++i) t.offer(x[i], i);
 #if EYAS_X86
-  if (simd) i = scan_avx512(x, n, i, t);
+  if (simd == 2) i = scan_avx512(x, n, i, t);
+  if (simd == 1) i = scan_avx2(x, n, i, t);
 #endif
   for (; i < n; ++i)
     if (key_of(x[i]) > t.heap.front().key) t.offer(x[i], i);
@@ -107,12 +139,12 @@ void for_rows(int64_t rows, ThreadPool& pool, F&& fn) {
 }  // namespace
 
 void argmax(const TopkArgs& a, const float* x, int32_t* idx, ThreadPool& pool) {
-  const bool simd = use_avx512();
+  const int simd = use_avx512() ? 2 : use_avx2() ? 1 : 0;
   for_rows(a.rows, pool, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
 #if EYAS_X86
       if (simd) {
-        idx[r] = argmax_avx512(x + r * a.cols, a.cols);
+        idx[r] = simd == 2 ? argmax_avx512(x + r * a.cols, a.cols) : argmax_avx2(x + r * a.cols, a.cols);
         continue;
       }
 #endif
@@ -122,7 +154,7 @@ void argmax(const TopkArgs& a, const float* x, int32_t* idx, ThreadPool& pool) {
 }
 
 void topk(const TopkArgs& a, const float* x, float* values, int32_t* idx, ThreadPool& pool) {
-  const bool simd = use_avx512();
+  const int simd = use_avx512() ? 2 : use_avx2() ? 1 : 0;
   for_rows(a.rows, pool, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) topk_row(x + r * a.cols, a.cols, a.k, simd, values + r * a.k, idx + r * a.k);
   });
