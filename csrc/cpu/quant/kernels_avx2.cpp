@@ -33,6 +33,7 @@ const Table* table_avx2() {
     using namespace avx2_impl;
     fill_generic(t);
     t.quant32 = &quant_rows32_avx2;
+    t.quant256 = &quant_rows256_avx2;
     t.cols[kQ8_0] = &cols_avx2_packed<kQ8_0, &cols_generic<dot_q8_0, 32>>;
     t.cols[kQ4_0] = &cols_avx2_packed<kQ4_0, &cols_generic<dot_q4_0, 32>>;
     t.cols[kQ4_1] = &cols_avx2_packed<kQ4_1, &cols_generic<dot_q4_1, 32>>;

@@ -158,3 +158,40 @@ inline void quant_rows32_avx2(const ActRows& a, int64_t r0, int64_t r1) {
     }
   }
 }
+
+// The same for K-quant activations (quant_rows256's bits): one scale per 256-block, a sum per 16.
+inline void quant_rows256_avx2(const ActRows& a, int64_t r0, int64_t r1) {
+  const int64_t nb = a.k / 256;
+  const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+  const __m256 lo = _mm256_set1_ps(-127.0f), hi = _mm256_set1_ps(127.0f);
+  for (int64_t r = r0; r < r1; ++r) {
+    const float* x = a.x + r * a.k;
+    int8_t* q = a.qs + r * a.k;
+    for (int64_t b = 0; b < nb; ++b) {
+      const float* xb = x + 256 * b;
+      __m256 m = _mm256_setzero_ps();
+      for (int i = 0; i < 32; ++i) m = _mm256_max_ps(m, _mm256_and_ps(_mm256_loadu_ps(xb + 8 * i), abs_mask));
+      __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+      m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+      m4 = _mm_max_ss(m4, _mm_shuffle_ps(m4, m4, 1));
+      const float d = _mm_cvtss_f32(m4) / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+      const __m256 idv = _mm256_set1_ps(id);
+      for (int g = 0; g < 16; g += 2) {  // 32 elements: two sums of 16
+        __m256i qi[4];
+        for (int i = 0; i < 4; ++i)
+          qi[i] = _mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(_mm256_mul_ps(_mm256_loadu_ps(xb + 16 * g + 8 * i), idv), lo), hi));
+        const __m256i w01 = _mm256_packs_epi32(qi[0], qi[1]), w23 = _mm256_packs_epi32(qi[2], qi[3]);
+        const __m256i b8 = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(w01, w23), _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + 256 * b + 16 * g), b8);
+        for (int h = 0; h < 2; ++h) {
+          const __m256i s8 = _mm256_add_epi32(qi[2 * h], qi[2 * h + 1]);
+          __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(s8), _mm256_extracti128_si256(s8, 1));
+          s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4E));
+          s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xB1));
+          a.s[r * a.s_per_row + b * 16 + g + h] = _mm_cvtsi128_si32(s4);
+        }
+      }
+      a.d[r * a.d_per_row + b] = d;
+    }
+  }
+}
