@@ -17,13 +17,19 @@ static inline __m256i bcast_dword(const int8_t* p) {
   return _mm256_set1_epi32(v);
 }
 
-// Rows [r0, r0 + RT) x 8 columns: half h (columns 8h..8h+7) of the 16-column group at n.
+// An empty asm that takes v in a register: GCC may not reassociate the integer sums across it, which
+// it otherwise does by computing every plane's products first and spilling them.
+static inline void keep_in_register(__m256i& v) { asm("" : "+x"(v)); }
+
+// Rows [r0, r0 + RT) x 8 columns: half h (columns 8h..8h+7) of the 16-column group at n. Each
+// weight plane is unpacked once per block and used by every row at once, so only the planes in
+// flight, the rows' integer sums and their float accumulators occupy registers (2 RT + ~6).
 template <WKind K, int RT>
 static void q4a_rows(const Job& j, const Q4Rows& xr, int64_t n, int h, int64_t r0) {
   constexpr bool has_min = K == kQ4_1, q8 = K == kQ8_0;
   constexpr int block_bytes = q8 ? kQ8PackBlockBytes : kQ4PackBlockBytes, d_at = q8 ? 512 : 256;
   const int64_t nb = j.k / 32;
-  const uint8_t* src = j.wpack + size_t(n / 16) * size_t(nb) * block_bytes + 32 * h;
+  const uint8_t* grp = j.wpack + size_t(n / 16) * size_t(nb) * block_bytes;
   const __m256i m4 = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1), bias = _mm256_set1_epi8(char(0x80));
   const int8_t* xq0 = j.act.qs + r0 * j.k;
   const float* dx0 = xr.dx + r0 * nb;
@@ -33,58 +39,60 @@ static void q4a_rows(const Job& j, const Q4Rows& xr, int64_t n, int h, int64_t r
 #pragma GCC unroll 8
   for (int t = 0; t < RT; ++t) acc[t] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* s = src + b * block_bytes;
-    _mm_prefetch(reinterpret_cast<const char*>(s + kQ4A2PrefetchBlocks * block_bytes), _MM_HINT_T0);
-    _mm_prefetch(reinterpret_cast<const char*>(s + kQ4A2PrefetchBlocks * block_bytes + 128), _MM_HINT_T0);
+    const uint8_t* blk = grp + b * block_bytes;
+    const uint8_t* s = blk + 32 * h;
+    _mm_prefetch(reinterpret_cast<const char*>(blk + kQ4A2PrefetchBlocks * block_bytes), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(blk + kQ4A2PrefetchBlocks * block_bytes + 128), _MM_HINT_T0);
     if constexpr (q8) {
-      _mm_prefetch(reinterpret_cast<const char*>(s + kQ4A2PrefetchBlocks * block_bytes + 256), _MM_HINT_T0);
-      _mm_prefetch(reinterpret_cast<const char*>(s + kQ4A2PrefetchBlocks * block_bytes + 384), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(blk + kQ4A2PrefetchBlocks * block_bytes + 256), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(blk + kQ4A2PrefetchBlocks * block_bytes + 384), _MM_HINT_T0);
     }
-    const __m256 dwv = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s - 32 * h + d_at + 16 * h)));
-    __m256 mwv = _mm256_setzero_ps();
-    if constexpr (has_min) mwv = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s - 32 * h + 288 + 16 * h)));
-    __m256i w[8], wabs[8];
+    const int8_t* xb = xq0 + b * 32;
+    __m256i iv[RT];
     if constexpr (q8) {
 #pragma GCC unroll 8
+      for (int t = 0; t < RT; ++t) iv[t] = _mm256_setzero_si256();
+#pragma GCC unroll 8
       for (int r = 0; r < 8; ++r) {  // the pack stores int8 + 128: flip the top bit back
-        w[r] = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + 64 * r)), bias);
-        wabs[r] = _mm256_abs_epi8(w[r]);
+        const __m256i w = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + 64 * r)), bias);
+        const __m256i wa = _mm256_abs_epi8(w);
+#pragma GCC unroll 8
+        for (int t = 0; t < RT; ++t)
+          iv[t] = _mm256_add_epi32(
+              iv[t], _mm256_madd_epi16(_mm256_maddubs_epi16(wa, _mm256_sign_epi8(bcast_dword(xb + t * j.k + 4 * r), w)), ones));
+#pragma GCC unroll 8
+        for (int t = 0; t < RT; ++t) keep_in_register(iv[t]);
       }
     } else {
+      __m256i p16[RT];
+#pragma GCC unroll 8
+      for (int t = 0; t < RT; ++t) p16[t] = _mm256_setzero_si256();
 #pragma GCC unroll 4
       for (int r = 0; r < 4; ++r) {
         const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + 64 * r));
-        w[r] = _mm256_and_si256(v, m4);
-        w[r + 4] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+        const __m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+#pragma GCC unroll 8
+        for (int t = 0; t < RT; ++t) {
+          const int8_t* xq = xb + t * j.k;
+          p16[t] = _mm256_add_epi16(p16[t], _mm256_add_epi16(_mm256_maddubs_epi16(lo, bcast_dword(xq + 4 * r)),
+                                                             _mm256_maddubs_epi16(hi, bcast_dword(xq + 16 + 4 * r))));
+          keep_in_register(p16[t]);
+        }
       }
+#pragma GCC unroll 8
+      for (int t = 0; t < RT; ++t) iv[t] = _mm256_madd_epi16(p16[t], ones);
     }
+    const __m256 dwv = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + d_at + 16 * h)));
 #pragma GCC unroll 8
     for (int t = 0; t < RT; ++t) {
-      const int8_t* xq = xq0 + t * j.k + b * 32;
-      __m256i iv;
-      if constexpr (q8) {
-        __m256i i0 = _mm256_setzero_si256(), i1 = _mm256_setzero_si256();
-#pragma GCC unroll 4
-        for (int r = 0; r < 4; ++r) {
-          i0 = _mm256_add_epi32(i0, _mm256_madd_epi16(
-                   _mm256_maddubs_epi16(wabs[2 * r], _mm256_sign_epi8(bcast_dword(xq + 8 * r), w[2 * r])), ones));
-          i1 = _mm256_add_epi32(i1, _mm256_madd_epi16(
-                   _mm256_maddubs_epi16(wabs[2 * r + 1], _mm256_sign_epi8(bcast_dword(xq + 8 * r + 4), w[2 * r + 1])), ones));
-        }
-        iv = _mm256_add_epi32(i0, i1);
-      } else {
-        __m256i p0 = _mm256_setzero_si256(), p1 = _mm256_setzero_si256();  // two short chains
-#pragma GCC unroll 4
-        for (int r = 0; r < 4; ++r) {
-          p0 = _mm256_add_epi16(p0, _mm256_maddubs_epi16(w[r], bcast_dword(xq + 4 * r)));
-          p1 = _mm256_add_epi16(p1, _mm256_maddubs_epi16(w[r + 4], bcast_dword(xq + 16 + 4 * r)));
-        }
-        iv = _mm256_madd_epi16(_mm256_add_epi16(p0, p1), ones);
-      }
       const int64_t rb = t * nb + b;
-      if constexpr (K == kQ4_0) iv = _mm256_sub_epi32(iv, _mm256_set1_epi32(off0[rb]));
-      __m256 pv = _mm256_mul_ps(_mm256_cvtepi32_ps(iv), _mm256_mul_ps(dwv, _mm256_set1_ps(dx0[rb])));
-      if constexpr (has_min) pv = _mm256_add_ps(pv, _mm256_mul_ps(mwv, _mm256_set1_ps(dsx0[rb])));
+      __m256i it = iv[t];
+      if constexpr (K == kQ4_0) it = _mm256_sub_epi32(it, _mm256_set1_epi32(off0[rb]));
+      __m256 pv = _mm256_mul_ps(_mm256_cvtepi32_ps(it), _mm256_mul_ps(dwv, _mm256_set1_ps(dx0[rb])));
+      if constexpr (has_min) {
+        const __m256 mwv = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 288 + 16 * h)));
+        pv = _mm256_add_ps(pv, _mm256_mul_ps(mwv, _mm256_set1_ps(dsx0[rb])));
+      }
       acc[t] = _mm256_add_ps(acc[t], pv);
     }
   }
