@@ -117,14 +117,22 @@ std::vector<int32_t> ints(const char* op, const char* name, nb::handle h, int32_
   return out;
 }
 
-nb::dict run_forward(Transformer& m, nb::handle tokens, std::optional<nb::handle> mask, std::optional<nb::handle> depths,
-                     std::optional<nb::handle> parents, const std::string& logits, bool capture_aux, bool commit_all) {
-  const char* op = "forward";
+// A forward's input parsed from Python; `in` points into the vectors, so keep the object in place.
+struct ParsedInput {
   model::ForwardInput in;
-  std::vector<int32_t> tok = ints(op, "tokens", tokens), dep, par;
+  std::vector<int32_t> tok, dep, par;
   std::vector<uint8_t> msk;
-  in.tokens = tok.data();
-  in.T = int(tok.size());
+  ParsedInput() = default;
+  ParsedInput(const ParsedInput&) = delete;
+};
+
+void parse_input(const char* op, ParsedInput& p, nb::handle tokens, std::optional<nb::handle> mask,
+                 std::optional<nb::handle> depths, std::optional<nb::handle> parents, const std::string& logits,
+                 bool capture_aux) {
+  model::ForwardInput& in = p.in;
+  p.tok = ints(op, "tokens", tokens);
+  in.tokens = p.tok.data();
+  in.T = int(p.tok.size());
   if (mask && !mask->is_none()) {
     bind::Array a;
     if (!nb::try_cast<bind::Array>(*mask, a) ||
@@ -132,18 +140,18 @@ nb::dict run_forward(Transformer& m, nb::handle tokens, std::optional<nb::handle
       fail(op, "mask must be a uint8 or bool numpy array");
     if (a.ndim() != 2 || int64_t(a.shape(0)) != in.T || int64_t(a.shape(1)) != in.T)
       fail(op, "mask must be [T, T] with T = " + std::to_string(in.T));
-    msk.assign(static_cast<const uint8_t*>(a.data()), static_cast<const uint8_t*>(a.data()) + a.nbytes());
-    in.mask = msk.data();
+    p.msk.assign(static_cast<const uint8_t*>(a.data()), static_cast<const uint8_t*>(a.data()) + a.nbytes());
+    in.mask = p.msk.data();
   }
   if (depths && !depths->is_none()) {
-    dep = ints(op, "depths", *depths);
-    if (int(dep.size()) != in.T) fail(op, "depths must have T = " + std::to_string(in.T) + " entries");
-    in.depths = dep.data();
+    p.dep = ints(op, "depths", *depths);
+    if (int(p.dep.size()) != in.T) fail(op, "depths must have T = " + std::to_string(in.T) + " entries");
+    in.depths = p.dep.data();
   }
   if (parents && !parents->is_none()) {
-    par = ints(op, "parents", *parents, INT32_MIN);
-    if (int(par.size()) != in.T) fail(op, "parents must have T = " + std::to_string(in.T) + " entries");
-    in.parents = par.data();
+    p.par = ints(op, "parents", *parents, INT32_MIN);
+    if (int(p.par.size()) != in.T) fail(op, "parents must have T = " + std::to_string(in.T) + " entries");
+    in.parents = p.par.data();
   }
   if (logits == "last")
     in.logits = model::LogitsMode::Last;
@@ -156,20 +164,71 @@ nb::dict run_forward(Transformer& m, nb::handle tokens, std::optional<nb::handle
   else
     fail(op, "logits must be 'last', 'all', 'none' or 'argmax', got '" + logits + "'");
   in.capture_aux = capture_aux;
-  model::ForwardResult r;
-  {
-    nb::gil_scoped_release release;
-    r = m.forward(in);
-    if (commit_all) {
-      std::vector<int32_t> all(size_t(in.T));
-      for (int i = 0; i < in.T; ++i) all[i] = i;
-      m.commit(all);
-    }
-  }
+}
+
+nb::dict result_dict(const model::ForwardResult& r, const model::ForwardInput& in) {
   nb::dict out;
   if (r.logits.defined()) out["logits"] = bind::to_numpy(r.logits);
   if (r.aux.defined()) out["aux"] = bind::to_numpy(r.aux);
   if (in.logits == model::LogitsMode::Argmax) out["argmax"] = r.argmax;
+  return out;
+}
+
+nb::dict run_forward(Transformer& m, nb::handle tokens, std::optional<nb::handle> mask, std::optional<nb::handle> depths,
+                     std::optional<nb::handle> parents, const std::string& logits, bool capture_aux, bool commit_all) {
+  ParsedInput p;
+  parse_input("forward", p, tokens, mask, depths, parents, logits, capture_aux);
+  model::ForwardResult r;
+  {
+    nb::gil_scoped_release release;
+    r = m.forward(p.in);
+    if (commit_all) {
+      std::vector<int32_t> all(size_t(p.in.T));
+      for (int i = 0; i < p.in.T; ++i) all[i] = i;
+      m.commit(all);
+    }
+  }
+  return result_dict(r, p.in);
+}
+
+// items: one dict per sequence: target (a Transformer), tokens, and optionally mask, depths,
+// parents, logits, capture_aux as forward() takes them.
+nb::list run_forward_batch(Transformer& m, nb::list items) {
+  const char* op = "forward_batch";
+  std::vector<std::unique_ptr<ParsedInput>> parsed;
+  std::vector<Transformer*> seqs;
+  for (nb::handle item : items) {
+    nb::dict d;
+    if (!nb::try_cast<nb::dict>(item, d)) fail(op, "each item must be a dict");
+    for (auto [k, v] : d) {
+      std::string key;
+      nb::try_cast<std::string>(k, key);
+      if (key != "target" && key != "tokens" && key != "mask" && key != "depths" && key != "parents" && key != "logits" &&
+          key != "capture_aux")
+        fail(op, "unknown item key '" + key + "'");
+    }
+    Transformer* t = nullptr;
+    if (!d.contains("target") || !nb::try_cast<Transformer*>(d["target"], t) || !t)
+      fail(op, "each item needs 'target', a Transformer");
+    if (!d.contains("tokens")) fail(op, "each item needs 'tokens'");
+    auto opt = [&](const char* k) { return d.contains(k) ? std::optional<nb::handle>(d[k]) : std::nullopt; };
+    std::string logits = "last";
+    if (d.contains("logits") && !nb::try_cast<std::string>(d["logits"], logits)) fail(op, "logits must be a str");
+    bool aux = false;
+    if (d.contains("capture_aux") && !nb::try_cast<bool>(d["capture_aux"], aux)) fail(op, "capture_aux must be a bool");
+    parsed.push_back(std::make_unique<ParsedInput>());
+    parse_input(op, *parsed.back(), d["tokens"], opt("mask"), opt("depths"), opt("parents"), logits, aux);
+    seqs.push_back(t);
+  }
+  std::vector<model::ForwardInput> ins;
+  for (auto& p : parsed) ins.push_back(p->in);
+  std::vector<model::ForwardResult> rs;
+  {
+    nb::gil_scoped_release release;
+    rs = m.forward_batch(seqs, ins);
+  }
+  nb::list out;
+  for (size_t i = 0; i < rs.size(); ++i) out.append(result_dict(rs[i], ins[i]));
   return out;
 }
 
@@ -206,6 +265,11 @@ EYAS_BINDINGS(model_transformer) {
           "spec/weights: docs/model_spec.md. aux_layers default to EAGLE-3's [2, L//2, L-3].\n"
           "chunk: rows per prefill step. fuse: one matmul for q|k|v and for gate|up (a weight copy; same bits).\n"
           "kv_dtype: 'f32' or 'f16' (the KV cache in half precision: half the bytes attention reads).")
+      .def("forward_batch", &run_forward_batch, "items"_a,
+           "One forward over several sequences' rows with this model's weights (continuous batching).\n"
+           "items: one dict per sequence: target (a Transformer built from the same weights), tokens, and\n"
+           "optionally mask, depths, parents, logits, capture_aux as forward() takes them. Returns one result\n"
+           "dict per item, bit-identical to that target's own forward(); each target commits on its own.")
       .def(
           "forward",
           [](Transformer& m, nb::handle tokens, std::optional<nb::handle> mask, std::optional<nb::handle> depths,

@@ -4,12 +4,21 @@
 #pragma once
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/encoder.h"
 #include "model/layer_state.h"
 #include "model/spec.h"
 
 namespace eyas::model {
+
+// The rows of one sequence inside a chunk that holds several (Transformer::forward_batch).
+struct Segment {
+  int row0 = 0, t = 0;  // rows [row0, row0 + t) of the chunk
+  int slot0 = 0;        // sequence slot of its first row
+  int prefix = 0;       // committed slots its rows see
+  Tensor mask;          // U8[t, t]: tree visibility among its rows; undefined = causal
+};
 
 // One chunk of a forward as every layer sees it (views built once per chunk, not per layer:
 // building them per layer was a measurable share of a decode step's host time).
@@ -21,6 +30,7 @@ struct Chunk {
   Tensor xn, proj; // F32[t, H]: normed input and block output, scratch shared by all kinds
   Tensor pos;      // I32[t]: rope positions
   Tensor mask;     // U8[t, c1]: tree visibility over the forward's rows 0..c1; undefined = causal
+  std::vector<Segment> segments;  // several sequences' rows (then slot0, prefix, mask are unused)
 };
 
 // What the layers of one kind share in a model: scratch rows reused by every such layer, and
@@ -56,6 +66,9 @@ class Layer {
   virtual std::unique_ptr<LayerState> make_state(const StateInit& init) const { return nullptr; }
   // Records the layer on the chunk's rows; ws is this kind's workspace, state this layer's.
   virtual void encode(Encoder& enc, const Chunk& c, Workspace& ws, LayerState* state) const = 0;
+  // The same over c.segments, states[i] being segment i's state of this layer. Stateless kinds run
+  // every row at once (rows are independent); a stateful kind must override it or refuses.
+  virtual void encode_segments(Encoder& enc, const Chunk& c, Workspace& ws, const std::vector<LayerState*>& states) const;
 };
 
 }  // namespace eyas::model

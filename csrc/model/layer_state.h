@@ -42,6 +42,9 @@ class LayerState {
   virtual void reset() = 0;
   // Bytes a snapshot of this state holds after `length` committed rows.
   virtual size_t bytes(int length) const = 0;
+  // Whether its layer can run this sequence's rows beside other sequences' in one forward
+  // (Layer::encode_segments); a kind that cannot is refused up front by Transformer::forward_batch.
+  virtual bool batchable() const { return false; }
 };
 
 }  // namespace eyas::model

@@ -202,6 +202,119 @@ ForwardResult Transformer::forward(const ForwardInput& in) {
   return r;
 }
 
+std::vector<ForwardResult> Transformer::forward_batch(const std::vector<Transformer*>& seqs,
+                                                     const std::vector<ForwardInput>& ins) {
+  const char* op = "forward_batch";
+  if (seqs.empty() || seqs.size() != ins.size()) fail(op, "needs one input per sequence, and at least one");
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    Transformer* q = seqs[i];
+    if (!q) fail(op, "sequence " + std::to_string(i) + " is null");
+    for (size_t j = 0; j < i; ++j)
+      if (seqs[j] == q) fail(op, "sequence " + std::to_string(i) + " appears twice");
+    if (q->embd_.data<uint8_t>() != embd_.data<uint8_t>() || q->layers_.size() != layers_.size() ||
+        q->aux_layers_ != aux_layers_ || q->device_.get() != device_.get())
+      fail(op, "sequence " + std::to_string(i) + " was not built from this model's weights, aux layers and device");
+  }
+  if (seqs.size() > 1)
+    for (const Slot& l : layers_)
+      if (l.state && !l.state->batchable())
+        fail(op, std::string("layer kind '") + l.kind + "' keeps a state that cannot run beside other sequences");
+  // Lock every sequence in one global order so two batches over shared sequences cannot deadlock.
+  std::vector<Transformer*> order(seqs);
+  std::sort(order.begin(), order.end());
+  std::vector<std::unique_lock<std::mutex>> locks;
+  for (Transformer* q : order) locks.emplace_back(q->mutex_);
+
+  const ModelSpec& s = spec_;
+  const int H = s.hidden_size, A = int(aux_layers_.size()), n_seq = int(seqs.size());
+  Chunk c;
+  int total = 0;
+  for (int i = 0; i < n_seq; ++i) {
+    Transformer& q = *seqs[size_t(i)];
+    q.plan_forward(ins[size_t(i)]);
+    Segment g;
+    g.row0 = total, g.t = ins[size_t(i)].T, g.slot0 = q.length_, g.prefix = q.length_;
+    if (q.mask_) {
+      g.mask = Tensor::empty(DType::U8, {g.t, g.t});
+      std::memcpy(g.mask.data<uint8_t>(), q.mask_, size_t(g.t) * size_t(g.t));
+    }
+    c.segments.push_back(std::move(g));
+    total += ins[size_t(i)].T;
+  }
+  if (total > chunk_)
+    fail(op, std::to_string(total) + " rows in all exceed the chunk of " + std::to_string(chunk_) +
+                 " rows; run prefills on their own");
+  for (Transformer* q : seqs) {
+    q->pending_ = 0;
+    for (Slot& l : q->layers_)
+      if (l.state) l.state->prepare(q->plan_);
+  }
+  std::vector<ForwardResult> out(static_cast<size_t>(n_seq));
+  int logit_rows = 0;
+  for (int i = 0; i < n_seq; ++i) {
+    const ForwardInput& in = ins[size_t(i)];
+    if (in.capture_aux) out[size_t(i)].aux = Tensor::empty(DType::F32, {in.T, int64_t(A) * H});
+    logit_rows += in.logits == LogitsMode::All ? in.T : in.logits == LogitsMode::None ? 0 : 1;
+  }
+  ensure_scratch(total);
+  for (int i = 0; i < n_seq; ++i) {
+    const Segment& g = c.segments[size_t(i)];
+    std::memcpy(s_.ids.data<int32_t>() + g.row0, ins[size_t(i)].tokens, size_t(g.t) * sizeof(int32_t));
+    std::memcpy(s_.pos.data<int32_t>() + g.row0, seqs[size_t(i)]->plan_.positions.data(), size_t(g.t) * sizeof(int32_t));
+  }
+  Encoder& enc = enc_;
+  enc.discard();
+  c.t = total;
+  c.slot0 = c.segments[0].slot0, c.prefix = c.segments[0].prefix, c.mask = c.segments[0].mask;  // one sequence: encode()
+  c.x = rows(s_.x, 0, total), c.xn = rows(s_.xn, 0, total), c.proj = rows(s_.proj, 0, total), c.pos = head(s_.pos, total);
+  for (auto& ws : workspaces_) ws->bind(enc, total);
+  ops::embedding(enc, embd_, head(s_.ids, total), c.x);
+  std::vector<LayerState*> states(static_cast<size_t>(n_seq));
+  size_t k = 0;
+  for (int b = 0; b <= s.num_layers; ++b) {
+    for (int a = 0; a < A; ++a)
+      if (aux_layers_[size_t(a)] == b)
+        for (int i = 0; i < n_seq; ++i)
+          if (ins[size_t(i)].capture_aux) {
+            const Segment& g = c.segments[size_t(i)];
+            ops::copy_cols(enc, rows(c.x, g.row0, g.t), 0, out[size_t(i)].aux, a * H, H);
+          }
+    for (; k < layers_.size() && layers_[k].block == b; ++k) {
+      for (int i = 0; i < n_seq; ++i) states[size_t(i)] = seqs[size_t(i)]->layers_[k].state.get();
+      layers_[k].layer->encode_segments(enc, c, *layers_[k].ws, states);
+    }
+  }
+  // Every sequence's logit rows go through the head as one matmul: gathered into proj, normed into xn.
+  Tensor logits, argmax;
+  if (logit_rows > 0) {
+    int r = 0;
+    for (int i = 0; i < n_seq; ++i) {
+      const ForwardInput& in = ins[size_t(i)];
+      const Segment& g = c.segments[size_t(i)];
+      if (in.logits == LogitsMode::None) continue;
+      const int n = in.logits == LogitsMode::All ? g.t : 1, from = g.row0 + g.t - n;
+      ops::copy_cols(enc, rows(c.x, from, n), 0, rows(s_.proj, r, n), 0, H);
+      r += n;
+    }
+    logits = Tensor::empty(DType::F32, {logit_rows, s.vocab_size});
+    argmax = Tensor::empty(DType::I32, {logit_rows});
+    ops::rms_norm(enc, rows(s_.proj, 0, logit_rows), out_norm_, rows(s_.xn, 0, logit_rows), s.rms_eps);
+    ops::matmul(enc, rows(s_.xn, 0, logit_rows), out_w_, logits);
+    ops::argmax(enc, logits, argmax);
+  }
+  enc.commit();
+  int r = 0;
+  for (int i = 0; i < n_seq; ++i) {
+    const ForwardInput& in = ins[size_t(i)];
+    ForwardResult& res = out[size_t(i)];
+    if (in.logits == LogitsMode::All) res.logits = rows(logits, r, in.T), r += in.T;
+    if (in.logits == LogitsMode::Last) res.logits = rows(logits, r, 1), r += 1;
+    if (in.logits == LogitsMode::Argmax) res.argmax = argmax.data<int32_t>()[r], r += 1;
+    seqs[size_t(i)]->pending_ = in.T;
+  }
+  return out;
+}
+
 void Transformer::commit(const std::vector<int32_t>& nodes) {
   std::lock_guard<std::mutex> lock(mutex_);
   const char* op = "commit";

@@ -47,6 +47,12 @@ class Transformer {
               std::shared_ptr<Device> device, int chunk = 256, bool fuse = true, DType kv_dtype = DType::F32);
 
   ForwardResult forward(const ForwardInput& in);
+  // One forward over several sequences' new rows (continuous batching): seqs[i] runs ins[i] as its
+  // own forward() would, with bit-identical results (every kernel is batch-invariant), but the
+  // weights are read once for all rows. The layers and weights are this Transformer's; each seq
+  // must have been built from the same weights (seqs may include this one, none twice), and each
+  // commits its own rows afterwards. All rows together must fit one chunk.
+  std::vector<ForwardResult> forward_batch(const std::vector<Transformer*>& seqs, const std::vector<ForwardInput>& ins);
   // nodes: indices into the last forward's rows (strictly increasing); keeps them at length..length+m.
   void commit(const std::vector<int32_t>& nodes);
   void truncate(int n);

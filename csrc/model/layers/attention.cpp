@@ -75,8 +75,14 @@ class Attention : public Layer {
   std::unique_ptr<LayerState> make_state(const StateInit& init) const override;
   // Writes the chunk's K/V at slots slot0.. of its KVCache, attends over prefix + visible new slots.
   void encode(Encoder& enc, const Chunk& c, Workspace& ws, LayerState* state) const override;
+  // The same with each segment's rows written to and attending over its own sequence's KVCache.
+  void encode_segments(Encoder& enc, const Chunk& c, Workspace& ws, const std::vector<LayerState*>& states) const override;
 
  private:
+  // Norm, q|k|v, biases, q/k norms and rope over all the chunk's rows (each row on its own).
+  void project(Encoder& enc, const Chunk& c, const AttentionWorkspace& w) const;
+  // Output gate, o projection and the residual add over all the chunk's rows.
+  void finish(Encoder& enc, const Chunk& c, const AttentionWorkspace& w) const;
   const ModelSpec& spec_;  // owned by the Transformer, which outlives its layers
   Tensor attn_norm_, wq_, wk_, wv_, bq_, bk_, bv_, q_norm_, k_norm_, wo_;
   Tensor wqkv_, bqkv_;  // fused q|k|v (when fuse and the three share a type)
@@ -120,26 +126,22 @@ std::unique_ptr<LayerState> Attention::make_state(const StateInit& init) const {
   return std::make_unique<KVCache>(spec_.num_kv_heads, init.capacity, spec_.head_dim, init.kv_dtype);
 }
 
-void Attention::encode(Encoder& enc, const Chunk& c, Workspace& workspace, LayerState* state) const {
+void Attention::project(Encoder& enc, const Chunk& c, const AttentionWorkspace& w) const {
   const ModelSpec& s = spec_;
-  const AttentionWorkspace& w = static_cast<const AttentionWorkspace&>(workspace);
-  const KVCache& kv = static_cast<const KVCache&>(*state);
   const int64_t D = s.head_dim;
   const float eps = s.rms_eps;
-  const Tensor &x = c.x, &xn = c.xn, &proj = c.proj;
-
-  ops::rms_norm(enc, x, attn_norm_, xn, eps);
+  ops::rms_norm(enc, c.x, attn_norm_, c.xn, eps);
   if (wqkv_.defined()) {
-    ops::matmul(enc, xn, wqkv_, w.qkv);
+    ops::matmul(enc, c.xn, wqkv_, w.qkv);
     if (s.qkv_bias) ops::add(enc, w.qkv, bqkv_, w.qkv);
     if (c.t > 1) {
       Tensor qf = w.qf, k = w.k, v = w.v;
       split_cols(enc, w.qkv, {&qf, &k, &v});
     }
   } else {
-    ops::matmul(enc, xn, wq_, w.qf);
-    ops::matmul(enc, xn, wk_, w.k);
-    ops::matmul(enc, xn, wv_, w.v);
+    ops::matmul(enc, c.xn, wq_, w.qf);
+    ops::matmul(enc, c.xn, wk_, w.k);
+    ops::matmul(enc, c.xn, wv_, w.v);
   }
   if (s.qkv_bias && !wqkv_.defined()) {
     ops::add(enc, w.qf, bq_, w.qf);
@@ -162,12 +164,38 @@ void Attention::encode(Encoder& enc, const Chunk& c, Workspace& workspace, Layer
     ops::rope(enc, w.q3, c.pos, w.inv_freq, s.rot_dim, s.rope_style, w.q3);
     ops::rope(enc, w.k3, c.pos, w.inv_freq, s.rot_dim, s.rope_style, w.k3);
   }
+}
+
+void Attention::finish(Encoder& enc, const Chunk& c, const AttentionWorkspace& w) const {
+  if (spec_.attn_output_gate) ops::sigmoid_mul(enc, w.o, w.gate_q, w.o);
+  ops::matmul(enc, w.o, wo_, c.proj);
+  ops::add(enc, c.x, c.proj, c.x);
+}
+
+void Attention::encode(Encoder& enc, const Chunk& c, Workspace& workspace, LayerState* state) const {
+  const AttentionWorkspace& w = static_cast<const AttentionWorkspace&>(workspace);
+  const KVCache& kv = static_cast<const KVCache&>(*state);
+  project(enc, c, w);
   ops::kv_write(enc, w.k3, kv.k(), c.slot0);
   ops::kv_write(enc, w.v3, kv.v(), c.slot0);
-  ops::attention(enc, w.q3, kv.k(), kv.v(), c.prefix, c.mask, 1.0f / std::sqrt(float(D)), w.o3);
-  if (s.attn_output_gate) ops::sigmoid_mul(enc, w.o, w.gate_q, w.o);
-  ops::matmul(enc, w.o, wo_, proj);
-  ops::add(enc, x, proj, x);
+  ops::attention(enc, w.q3, kv.k(), kv.v(), c.prefix, c.mask, 1.0f / std::sqrt(float(spec_.head_dim)), w.o3);
+  finish(enc, c, w);
+}
+
+void Attention::encode_segments(Encoder& enc, const Chunk& c, Workspace& workspace,
+                                const std::vector<LayerState*>& states) const {
+  const AttentionWorkspace& w = static_cast<const AttentionWorkspace&>(workspace);
+  const int64_t D = spec_.head_dim, Hq = spec_.num_heads, Hkv = spec_.num_kv_heads;
+  project(enc, c, w);
+  for (size_t i = 0; i < c.segments.size(); ++i) {
+    const Segment& g = c.segments[i];
+    const KVCache& kv = static_cast<const KVCache&>(*states[i]);
+    const Tensor q3 = rows(w.q, g.row0, g.t, {Hq, D}), o3 = rows(w.o, g.row0, g.t, {Hq, D});
+    ops::kv_write(enc, rows(w.k, g.row0, g.t, {Hkv, D}), kv.k(), g.slot0);
+    ops::kv_write(enc, rows(w.v, g.row0, g.t, {Hkv, D}), kv.v(), g.slot0);
+    ops::attention(enc, q3, kv.k(), kv.v(), g.prefix, g.mask, 1.0f / std::sqrt(float(D)), o3);
+  }
+  finish(enc, c, w);
 }
 
 std::unique_ptr<Layer> build_attention(const LayerInit& init) { return std::make_unique<Attention>(init); }

@@ -24,6 +24,7 @@ class KVCache : public LayerState {
   void truncate(int, int) override {}
   void reset() override {}
   size_t bytes(int length) const override;
+  bool batchable() const override { return true; }
 
  private:
   Tensor k_, v_;

@@ -1,0 +1,127 @@
+"""Transformer.forward_batch (continuous batching): several sequences' rows in one forward give each
+sequence exactly the bits of its own forward() (logits, argmax, aux), leave each KV cache as its own
+forward would, and bad batches fail clearly without touching any sequence."""
+
+import numpy as np
+import pytest
+from eyas import _core
+from tests.test_transformer_reference import make_model, random_tree
+from tests.test_transformer_invariance import AUX, MODELS
+
+BATCHABLE = list(MODELS)  # every attention-only architecture of the invariance suite
+
+
+def sequences(name, n, threads=2, chunk=256):
+    """n Transformers over one model's weights (each its own KV cache), as Model.fork() makes them."""
+    spec, core, _ = make_model(11, **MODELS[name])
+    dev = _core.Device("cpu", threads)
+    return spec, [_core.Transformer(spec, core, max_context=96, aux_layers=AUX, device=dev, chunk=chunk)
+                  for _ in range(n)]
+
+
+def same_bits(a, b, what):
+    assert a.shape == b.shape, what
+    assert np.array_equal(a.view(np.uint32), b.view(np.uint32)), f"{what}: not bit-identical"
+
+
+def mixed_round(rng, V, i):
+    """One sequence's input of a serving round: a decode step, a tree verify or a short chain."""
+    kind = ["decode", "tree", "chain"][i % 3]
+    if kind == "decode":
+        return dict(tokens=rng.integers(0, V, 1).astype(np.int32), logits="argmax", capture_aux=True)
+    T = int(rng.integers(2, 7))
+    tokens = rng.integers(0, V, T).astype(np.int32)
+    if kind == "chain":
+        return dict(tokens=tokens, logits="last", capture_aux=False)
+    _, depths, mask = random_tree(rng, T)
+    return dict(tokens=tokens, mask=mask, depths=depths, logits="all", capture_aux=True)
+
+
+@pytest.mark.parametrize("name", BATCHABLE)
+def test_batch_rows_equal_each_sequence_alone(name):
+    rng = np.random.default_rng(3)
+    spec, batch = sequences(name, 4)
+    _, alone = sequences(name, 4)
+    V = spec["vocab_size"]
+    prompts = [rng.integers(0, V, n).astype(np.int32) for n in (5, 9, 1, 14)]
+    for a, b, p in zip(batch, alone, prompts):  # different lengths: different prefixes per sequence
+        a.prefill(p)
+        b.prefill(p)
+    for step in range(4):
+        items = [mixed_round(rng, V, i + step) for i in range(4)]
+        got = batch[0].forward_batch([dict(it, target=t) for it, t in zip(items, batch)])
+        for i, (it, t, res) in enumerate(zip(items, alone, got)):
+            want = t.forward(it["tokens"], mask=it.get("mask"), depths=it.get("depths"), logits=it["logits"],
+                             capture_aux=it["capture_aux"])
+            assert sorted(res) == sorted(want), f"sequence {i}: result keys"
+            for key in want:
+                if key == "argmax":
+                    assert res[key] == want[key], f"step {step} sequence {i}: argmax"
+                else:
+                    same_bits(res[key], want[key], f"step {step} sequence {i}: {key}")
+        for t_batch, t_alone, it in zip(batch, alone, items):  # commit a path: the first rows of each
+            keep = list(range(1 if "mask" in it else len(it["tokens"])))
+            t_batch.commit(keep)
+            t_alone.commit(keep)
+    for i, (a, b) in enumerate(zip(batch, alone)):  # the caches held the same rows: the next step agrees
+        assert a.length == b.length
+        x = a.forward(np.array([3], np.int32), logits="all")["logits"]
+        same_bits(x, b.forward(np.array([3], np.int32), logits="all")["logits"], f"sequence {i} after the rounds")
+
+
+def test_a_batch_of_one_is_a_plain_forward():
+    rng = np.random.default_rng(4)
+    spec, (a, b) = sequences("llama-q4_1", 2, threads=1)
+    p = rng.integers(0, spec["vocab_size"], 7).astype(np.int32)
+    a.prefill(p)
+    b.prefill(p)
+    _, depths, mask = random_tree(rng, 5)
+    tokens = rng.integers(0, spec["vocab_size"], 5).astype(np.int32)
+    (got,) = a.forward_batch([dict(target=a, tokens=tokens, mask=mask, depths=depths, logits="all")])
+    same_bits(got["logits"], b.forward(tokens, mask=mask, depths=depths, logits="all")["logits"], "logits")
+
+
+def test_bad_batches_fail_clearly_and_leave_sequences_untouched():
+    rng = np.random.default_rng(5)
+    spec, (a, b) = sequences("llama-q8", 2, threads=1, chunk=16)
+    _, (other,) = sequences("llama-q4_1", 1, threads=1)
+    V = spec["vocab_size"]
+    a.prefill(rng.integers(0, V, 4).astype(np.int32))
+    one = np.array([1], np.int32)
+    cases = [
+        ([dict(target=a, tokens=one), dict(target=a, tokens=one)], "appears twice"),
+        ([dict(target=a, tokens=one), dict(target=other, tokens=one)], "same weights|this model"),
+        ([dict(target=a, tokens=np.array([V], np.int32))], "outside"),
+        ([dict(target=a, tokens=one, logits="maybe")], "logits must be"),
+        ([dict(tokens=one)], "target"),
+        ([dict(target=a, tokens=one, colour="red")], "unknown item key"),
+        ([], "at least one"),
+        ([dict(target=a, tokens=rng.integers(0, V, 10).astype(np.int32)),
+          dict(target=b, tokens=rng.integers(0, V, 10).astype(np.int32))], "chunk"),
+    ]
+    for items, msg in cases:
+        with pytest.raises(ValueError, match=msg):
+            a.forward_batch(items)
+    assert a.length == 4 and b.length == 0
+    assert a.pending == 0 and b.pending == 0
+
+
+def test_hybrid_state_refuses_a_batch_of_several_but_runs_one(tmp_path):
+    """Gated DeltaNet's recurrent state does not run beside other sequences yet: a clear error up front."""
+    import warnings
+
+    from eyas.loaders import load_model
+    from tests.fixtures import tiny_qwen35
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tiny_qwen35.make_hf("dense", tmp_path)
+    m = load_model(tmp_path)
+    dev = _core.Device("cpu", 1)
+    a, b = (_core.Transformer(m.spec, m.weights, max_context=32, device=dev) for _ in range(2))
+    one = np.array([1], np.int32)
+    with pytest.raises(ValueError, match="cannot run beside other sequences"):
+        a.forward_batch([dict(target=a, tokens=one), dict(target=b, tokens=one)])
+    assert a.pending == 0 and b.pending == 0
+    (got,) = a.forward_batch([dict(target=a, tokens=one, logits="all")])
+    same_bits(got["logits"], b.forward(one, logits="all")["logits"], "a batch of one on a hybrid")
