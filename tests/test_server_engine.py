@@ -55,11 +55,14 @@ def engine_for():
         engine.shutdown()
 
 
-def collect(engine: Engine, requests: list[Request]) -> list[dict]:
-    """Submit all at once; each request's final record, in submission order."""
+def collect(engine: Engine, requests: list[Request], *, start: bool = False) -> list[dict]:
+    """Submit all at once (start=True: then start an engine made with start=False, so every request
+    is queued before the first round); each request's final record, in submission order."""
     done: list[queue.Queue] = [queue.Queue() for _ in requests]
     for q, r in zip(done, requests):
         engine.submit(r, lambda kind, payload, q=q: kind != "text" and q.put((kind, payload)))
+    if start:
+        engine.start()
     out = []
     for q in done:
         kind, payload = q.get(timeout=60)
@@ -85,18 +88,22 @@ def alone(model, prompt: str, sampling: SamplingParams, max_tokens: int) -> list
 def test_output_under_load_equals_output_alone(tiny, sampling, engine_for):
     model = api.load(tiny, drafter="none")
     want = [alone(model, p, sampling, 12) for p in PROMPTS]
-    engine = engine_for(model, max_concurrency=3, max_queue=16)
-    got = collect(engine, [Request(model.encode_prompt(p), sampling, 12) for p in PROMPTS])
+    engine = engine_for(model, max_concurrency=3, max_queue=16, start=False)
+    got = collect(engine, [Request(model.encode_prompt(p), sampling, 12) for p in PROMPTS], start=True)
     assert [g["tokens"] for g in got] == want
+    # continuous batching: the requests' steps shared forwards (3 sequences in one at least once)
+    b = engine.batcher
+    assert b.widest == 3 and b.batched_forwards > b.batches, (b.widest, b.batches, b.batched_forwards)
 
 
 def test_speculative_output_under_load_equals_plain_output(tiny, caching_family, engine_for):
     plain = api.load(tiny, drafter="none")
     want = [alone(plain, p, SAMPLINGS[0], 12) for p in PROMPTS]
     model = api.load(tiny, drafter="x", drafter_family="caching")
-    engine = engine_for(model, max_concurrency=3, max_queue=16, tree="3,2,5")
-    got = collect(engine, [Request(model.encode_prompt(p), SAMPLINGS[0], 12) for p in PROMPTS])
+    engine = engine_for(model, max_concurrency=3, max_queue=16, tree="3,2,5", start=False)
+    got = collect(engine, [Request(model.encode_prompt(p), SAMPLINGS[0], 12) for p in PROMPTS], start=True)
     assert [g["tokens"] for g in got] == want
+    assert engine.batcher.widest >= 2  # tree verifies of several requests in one forward
     assert all(g["speculative"]["num_drafts"] >= 1 for g in got)
     # every slot drafted with its own proposer: forks share no sequence state
     assert len({id(s.model.proposer) for s in engine.slots}) == 3

@@ -220,7 +220,9 @@ std::vector<ForwardResult> Transformer::forward_batch(const std::vector<Transfor
       if (l.state && !l.state->batchable())
         fail(op, std::string("layer kind '") + l.kind + "' keeps a state that cannot run beside other sequences");
   // Lock every sequence in one global order so two batches over shared sequences cannot deadlock.
+  // The batch runs on this Transformer's layers and scratch: it is locked even when not in seqs.
   std::vector<Transformer*> order(seqs);
+  if (std::find(order.begin(), order.end(), this) == order.end()) order.push_back(this);
   std::sort(order.begin(), order.end());
   std::vector<std::unique_lock<std::mutex>> locks;
   for (Transformer* q : order) locks.emplace_back(q->mutex_);

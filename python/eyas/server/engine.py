@@ -1,11 +1,12 @@
-"""The serving engine: a bounded queue, N sequence slots and one worker thread that interleaves
-generation rounds between the active requests.
+"""The serving engine: a bounded queue, N sequence slots, an admission thread and one thread per
+running request.
 
 Each slot is a `Model.fork()` (its own KV cache and drafter state over the shared weights), so a
 request's tokens depend only on its own inputs: under load they are the bits it gets alone. The
-rows of several requests do NOT yet share one forward (continuous batching in C++ is future work);
-the worker runs one round of each active request in turn. Idle slots keep their sequence: a prompt
-that extends one (multi-turn chat) reuses its KV (the prompt cache; evicted least recently used).
+requests' forwards meet in one `Transformer.forward_batch` per round (continuous batching,
+`eyas.server.batching`): every active request's decode step or tree verify reads the weights once.
+Idle slots keep their sequence: a prompt that extends one (multi-turn chat) reuses its KV (the
+prompt cache; evicted least recently used).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import numpy as np
 from eyas import generation
 from eyas.generation import Generation, TokenStream
 from eyas.sampling import SamplingParams
+from eyas.server.batching import BatchedTarget, ForwardBatcher
 from eyas.server.metrics import ServerMetrics
 
 log = logging.getLogger("eyas.server")
@@ -131,6 +133,7 @@ class Engine:
         self.max_queue = max_queue
         self.metrics = metrics or ServerMetrics()
         self.slots = [Slot(model)] + [Slot(model.fork()) for _ in range(max_concurrency - 1)]
+        self.batcher = ForwardBatcher(model.transformer)
         self._waiting: collections.deque[Job] = collections.deque()
         self._cond = threading.Condition()
         self._stopping = False
@@ -200,7 +203,8 @@ class Engine:
     def _serve(self) -> None:
         while True:
             with self._cond:
-                while not self._waiting and not any(s.job for s in self.slots) and not self._stopping:
+                while not (self._waiting and self._free_slot_exists()) and not (
+                        self._stopping and not any(s.job for s in self.slots)):
                     self._cond.wait()
                 if self._stopping and not self._waiting and not any(s.job for s in self.slots):
                     return
@@ -213,10 +217,21 @@ class Engine:
                 self.metrics.queue_depth = len(self._waiting)
             for job, slot in admitted:
                 self._start(job, slot)
-            self.metrics.active = self.active
-            for slot in self.slots:  # one piece of each active request per pass: fair interleaving
                 if slot.job is not None:
-                    self._step(slot)
+                    threading.Thread(target=self._run, args=(slot,), name="eyas-sequence", daemon=True).start()
+            self.metrics.active = self.active
+
+    def _run(self, slot: Slot) -> None:
+        """A request's thread: its pieces until it ends; its forwards batch with the other threads'."""
+        job = slot.job
+        self.batcher.join()
+        try:
+            while slot.job is job:  # _finish/_fail free the slot; the next request gets its own thread
+                self._step(slot)
+        finally:
+            self.batcher.leave()
+            with self._cond:
+                self._cond.notify_all()  # a slot is free: admit the next request
 
     def _choose_slot(self, ids: list[int]) -> Slot:
         """The free slot holding the longest prefix of `ids`, else the least recently used (eviction)."""
@@ -235,7 +250,8 @@ class Engine:
             slot.record = list(req.prompt_ids)
             slot.history = []  # until the generation ends, the caches are in flux
             model = slot.model
-            steps = generation.stream(model.transformer, req.prompt_ids, req.sampling, proposer=model.proposer,
+            target = BatchedTarget(model.transformer, self.batcher)
+            steps = generation.stream(target, req.prompt_ids, req.sampling, proposer=model.proposer,
                                       policy=self.tree, cached=cached)
             slot.gen = Generation(_recording(steps, slot.record), self.tokenizer,
                                   num_prompt_tokens=len(req.prompt_ids), max_tokens=req.max_tokens, stop=req.stop,
