@@ -93,6 +93,11 @@ class ForwardBatcher:
         self._cond.release()
         try:
             self._forward(batch)
+        except BaseException as e:  # e.g. KeyboardInterrupt: no waiter may be left without an answer
+            for w in batch:
+                if w.result is None and w.error is None:
+                    w.error = e
+            raise
         finally:
             self._cond.acquire()
             self.batches += 1
