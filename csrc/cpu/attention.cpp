@@ -161,22 +161,22 @@ struct TileScratch {
   std::vector<float> l;        // [items] softmax denominators
 };
 
-// One tile = queries [i0, i1) x query heads [h0, h1) of kv head g. Each item (query, head) runs
-// exactly attend_scalar's operations; the tile only interleaves items block by block so a block of
-// K/V rows is read from memory once for all of them instead of once per item.
-template <typename KV>
-__attribute__((target("avx512f"))) void attend_tile_avx512(const AttentionArgs& a, const uint8_t* mask,
-                                                           const float* q, const KV* kh, const KV* vh, float* o,
-                                                           int i0, int i1, int h0, int h1, TileScratch& sc) {
-  const int D = a.head_dim, group = h1 - h0, nq = i1 - i0, items = nq * group;
-  const int64_t stride = int64_t(a.prefix_len) + a.n_new + 16;
-  const int block = std::max(16, (32768 / (4 * D)) & ~15);  // keys per block: K rows of a block fit in L1
+// Slot-list row length of a tile's scratch (a query sees at most prefix + new keys; +16 for tails).
+inline int64_t tile_stride(const AttentionArgs& a) { return int64_t(a.prefix_len) + a.n_new + 16; }
+// Keys per block: a block's K rows fit in L1.
+inline int tile_block(int D) { return std::max(16, (32768 / (4 * D)) & ~15); }
+
+// Sizes the tile's scratch and fills each query's visible slot list; n[t]: visible keys of query
+// i0 + t; ident[t]: positions [0, ident) of its list are slots 0, 1, ... (the committed prefix, and
+// in causal calls and along chains every key), addressed without lookups. Returns the largest n.
+int plan_tile(const AttentionArgs& a, const uint8_t* mask, int i0, int i1, int items, TileScratch& sc, int* n,
+              int* ident) {
+  const int nq = i1 - i0;  // at most 64: the callers' arrays
+  const int64_t stride = tile_stride(a);
   if (sc.slots.size() < size_t(nq) * stride) sc.slots.resize(size_t(nq) * stride);
   if (sc.scores.size() < size_t(items) * stride) sc.scores.resize(size_t(items) * stride);
-  sc.acc.assign(size_t(items) * 2 * D, 0.0f);
-  int n[64];      // visible keys per query (tiles hold at most 64 queries)
-  int ident[64];  // positions [0, ident) of the query's list are slots 0, 1, ...: the committed
-                  // prefix, and in causal calls (prefill, decode) and along chains every key
+  sc.acc.assign(size_t(items) * 2 * a.head_dim, 0.0f);
+  sc.l.resize(items);
   int max_n = 0;
   for (int t = 0; t < nq; ++t) {
     int32_t* sl = sc.slots.data() + int64_t(t) * stride;
@@ -187,6 +187,21 @@ __attribute__((target("avx512f"))) void attend_tile_avx512(const AttentionArgs& 
     ident[t] = c;
     max_n = std::max(max_n, n[t]);
   }
+  return max_n;
+}
+
+// One tile = queries [i0, i1) x query heads [h0, h1) of kv head g. Each item (query, head) runs
+// exactly attend_scalar's operations; the tile only interleaves items block by block so a block of
+// K/V rows is read from memory once for all of them instead of once per item.
+template <typename KV>
+__attribute__((target("avx512f"))) void attend_tile_avx512(const AttentionArgs& a, const uint8_t* mask,
+                                                           const float* q, const KV* kh, const KV* vh, float* o,
+                                                           int i0, int i1, int h0, int h1, TileScratch& sc) {
+  const int D = a.head_dim, group = h1 - h0, items = (i1 - i0) * group;
+  const int64_t stride = tile_stride(a);
+  const int block = tile_block(D);
+  int n[64], ident[64];
+  const int max_n = plan_tile(a, mask, i0, i1, items, sc, n, ident);
   auto item_q = [&](int it) { return q + (int64_t(i0 + it / group) * a.n_heads + h0 + it % group) * D; };
   const __m512 sc_v = _mm512_set1_ps(a.scale);
   const KV* kp[16];
@@ -210,7 +225,6 @@ __attribute__((target("avx512f"))) void attend_tile_avx512(const AttentionArgs& 
       }
     }
   // 2. max, exp, sum per item
-  sc.l.resize(items);
   float* l = sc.l.data();
   for (int it = 0; it < items; ++it) {
     const int nt = n[it / group];
@@ -306,23 +320,11 @@ template <typename KV>
 __attribute__((target("avx2,fma,f16c"))) void attend_tile_avx2(const AttentionArgs& a, const uint8_t* mask,
                                                                const float* q, const KV* kh, const KV* vh, float* o,
                                                                int i0, int i1, int h0, int h1, TileScratch& sc) {
-  const int D = a.head_dim, group = h1 - h0, nq = i1 - i0, items = nq * group;
-  const int64_t stride = int64_t(a.prefix_len) + a.n_new + 16;
-  const int block = std::max(16, (32768 / (4 * D)) & ~15);
-  if (sc.slots.size() < size_t(nq) * stride) sc.slots.resize(size_t(nq) * stride);
-  if (sc.scores.size() < size_t(items) * stride) sc.scores.resize(size_t(items) * stride);
-  sc.acc.assign(size_t(items) * 2 * D, 0.0f);
-  sc.l.resize(items);
-  int n[64], ident[64], max_n = 0;
-  for (int t = 0; t < nq; ++t) {
-    int32_t* sl = sc.slots.data() + int64_t(t) * stride;
-    for (int s = 0; s < a.prefix_len; ++s) sl[s] = s;
-    n[t] = collect_new_slots(a, mask, i0 + t, sl);
-    int c = a.prefix_len;
-    while (c < n[t] && sl[c] == c) ++c;
-    ident[t] = c;
-    max_n = std::max(max_n, n[t]);
-  }
+  const int D = a.head_dim, group = h1 - h0, items = (i1 - i0) * group;
+  const int64_t stride = tile_stride(a);
+  const int block = tile_block(D);
+  int n[64], ident[64];
+  const int max_n = plan_tile(a, mask, i0, i1, items, sc, n, ident);
   auto item_q = [&](int it) { return q + (int64_t(i0 + it / group) * a.n_heads + h0 + it % group) * D; };
   auto row = [&](const KV* base, int t, int p) {
     return base + int64_t(p < ident[t] ? p : sc.slots[int64_t(t) * stride + p]) * D;
@@ -350,10 +352,7 @@ __attribute__((target("avx2,fma,f16c"))) void attend_tile_avx2(const AttentionAr
       const __m256i k = tail_mask8(nt - p0);
       mv = _mm256_max_ps(mv, _mm256_blendv_ps(ninf, _mm256_maskload_ps(s + p0, k), _mm256_castsi256_ps(k)));
     }
-    __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(mv), _mm256_extractf128_ps(mv, 1));
-    m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
-    m4 = _mm_max_ss(m4, _mm_shuffle_ps(m4, m4, 1));  // max is exact in any order
-    const __m256 mb = _mm256_set1_ps(_mm_cvtss_f32(m4));
+    const __m256 mb = _mm256_set1_ps(hmax8_avx2(mv));
     __m256 lanes[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
     for (int p0 = 0; p0 < nt; p0 += 8) {
       const __m256i k = tail_mask8(nt - p0);

@@ -72,10 +72,7 @@ __attribute__((target("avx2,fma"))) void row_avx2(const SoftmaxArgs& a, const fl
     const __m256i k = tail_mask8(n - i);
     mv = _mm256_max_ps(mv, _mm256_blendv_ps(ninf, _mm256_maskload_ps(x + i, k), _mm256_castsi256_ps(k)));
   }
-  __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(mv), _mm256_extractf128_ps(mv, 1));
-  m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
-  m4 = _mm_max_ss(m4, _mm_shuffle_ps(m4, m4, 1));  // max is exact in any order
-  const __m256 m = _mm256_set1_ps(_mm_cvtss_f32(m4)), t = _mm256_set1_ps(a.temperature);
+  const __m256 m = _mm256_set1_ps(hmax8_avx2(mv)), t = _mm256_set1_ps(a.temperature);
   __m256 lanes[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
   for (int i = 0; i < n; i += 8) {
     const __m256i k = tail_mask8(n - i);

@@ -137,6 +137,14 @@ __attribute__((target("avx2"))) inline float fold16_avx2(__m256 lo, __m256 hi) {
   return _mm_cvtss_f32(x);
 }
 
+// The largest of 8 lanes (max is exact in any order; NaN lanes must have been masked by the caller).
+__attribute__((target("avx2"))) inline float hmax8_avx2(__m256 v) {
+  __m128 x = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  x = _mm_max_ps(x, _mm_movehl_ps(x, x));
+  x = _mm_max_ss(x, _mm_shuffle_ps(x, x, 1));
+  return _mm_cvtss_f32(x);
+}
+
 // Lanes [0, n) of a load or store of 8 floats (n < 8: a masked tail).
 __attribute__((target("avx2"))) inline __m256i tail_mask8(int n) {
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));

@@ -47,10 +47,7 @@ __attribute__((target("avx2"))) int32_t argmax_avx2(const float* x, int n) {
     const __m256 v = _mm256_maskload_ps(x + i, _mm256_castps_si256(k));
     mv = _mm256_blendv_ps(mv, _mm256_max_ps(mv, v), _mm256_and_ps(k, _mm256_cmp_ps(v, v, _CMP_ORD_Q)));
   }
-  __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(mv), _mm256_extractf128_ps(mv, 1));
-  m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
-  m4 = _mm_max_ss(m4, _mm_shuffle_ps(m4, m4, 1));
-  const __m256 m = _mm256_set1_ps(_mm_cvtss_f32(m4));
+  const __m256 m = _mm256_set1_ps(hmax8_avx2(mv));
   for (int i = 0; i < n; i += 8) {
     const __m256i k = tail_mask8(n - i);
     const int hit = _mm256_movemask_ps(_mm256_and_ps(_mm256_castsi256_ps(k), _mm256_cmp_ps(_mm256_maskload_ps(x + i, k), m, _CMP_EQ_OQ)));

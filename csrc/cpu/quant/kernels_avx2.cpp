@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "cpu/quant/kquant_sums.h"
+#include "cpu/softmax_exp.h"
 #include "cpu/quant/q4pack.h"
 #include "cpu/quant/scratch.h"
 

@@ -1,6 +1,6 @@
 // AVX2 on the repacked Q4_0 / Q4_1 / Q8_0 weights (q4pack.h): each 16-column group as two 8-lane
 // halves, so a lane is one output column and the epilogue needs no horizontal sums. Included after
-// dot_generic.h and q4rows.h in TUs compiled for AVX2. Same bits as dot_generic.h: exact integer
+// dot_generic.h, q4rows.h and cpu/softmax_exp.h in TUs compiled for AVX2. Same bits as dot_generic.h: exact integer
 // block dots, then its float operations in block order.
 // (No include guard: included once per ISA namespace.)
 //
@@ -128,6 +128,21 @@ void cols_avx2_packed(const Job& j, int64_t n0, int64_t n1) {
   if (full < n1) Fallback(j, full, n1);
 }
 
+// 32 int32 (already within int8 range) as int8 in element order: the packs interleave 128-bit
+// lanes, the permute undoes it.
+static inline void store_q32(const __m256i (&qi)[4], int8_t* dst) {
+  const __m256i w01 = _mm256_packs_epi32(qi[0], qi[1]), w23 = _mm256_packs_epi32(qi[2], qi[3]);
+  const __m256i b8 = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(w01, w23), _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst), b8);
+}
+
+static inline int32_t hsum8_epi32(__m256i v) {
+  __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4E));
+  s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xB1));
+  return _mm_cvtsi128_si32(s4);
+}
+
 // Activation rows quantized per 32-block with dot_generic.h's quant_rows32 bits: amax / 127 as the
 // scale, x * (1 / d) clamped to +-127 and rounded half to even (vcvtps2dq under the default MXCSR).
 inline void quant_rows32_avx2(const ActRows& a, int64_t r0, int64_t r1) {
@@ -144,25 +159,14 @@ inline void quant_rows32_avx2(const ActRows& a, int64_t r0, int64_t r1) {
         v[i] = _mm256_loadu_ps(x + 32 * b + 8 * i);
         m = _mm256_max_ps(m, _mm256_and_ps(v[i], abs_mask));
       }
-      __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
-      m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
-      m4 = _mm_max_ss(m4, _mm_shuffle_ps(m4, m4, 1));
-      const float amax = _mm_cvtss_f32(m4);  // max is exact in any order
-      const float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+      const float d = hmax8_avx2(m) / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
       const __m256 idv = _mm256_set1_ps(id);
       __m256i qi[4];
       for (int i = 0; i < 4; ++i)
         qi[i] = _mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(_mm256_mul_ps(v[i], idv), lo), hi));
-      // int32 -> int8 in element order (the packs interleave 128-bit lanes; the permute undoes it)
-      const __m256i w01 = _mm256_packs_epi32(qi[0], qi[1]), w23 = _mm256_packs_epi32(qi[2], qi[3]);
-      const __m256i b8 = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(w01, w23), _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + 32 * b), b8);
-      const __m256i s8 = _mm256_add_epi32(_mm256_add_epi32(qi[0], qi[1]), _mm256_add_epi32(qi[2], qi[3]));
-      __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(s8), _mm256_extracti128_si256(s8, 1));
-      s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4E));
-      s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xB1));
+      store_q32(qi, q + 32 * b);
       a.d[r * a.d_per_row + b] = d;
-      a.s[r * a.s_per_row + b] = _mm_cvtsi128_si32(s4);
+      a.s[r * a.s_per_row + b] = hsum8_epi32(_mm256_add_epi32(_mm256_add_epi32(qi[0], qi[1]), _mm256_add_epi32(qi[2], qi[3])));
     }
   }
 }
@@ -179,25 +183,14 @@ inline void quant_rows256_avx2(const ActRows& a, int64_t r0, int64_t r1) {
       const float* xb = x + 256 * b;
       __m256 m = _mm256_setzero_ps();
       for (int i = 0; i < 32; ++i) m = _mm256_max_ps(m, _mm256_and_ps(_mm256_loadu_ps(xb + 8 * i), abs_mask));
-      __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
-      m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
-      m4 = _mm_max_ss(m4, _mm_shuffle_ps(m4, m4, 1));
-      const float d = _mm_cvtss_f32(m4) / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+      const float d = hmax8_avx2(m) / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
       const __m256 idv = _mm256_set1_ps(id);
       for (int g = 0; g < 16; g += 2) {  // 32 elements: two sums of 16
         __m256i qi[4];
         for (int i = 0; i < 4; ++i)
           qi[i] = _mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(_mm256_mul_ps(_mm256_loadu_ps(xb + 16 * g + 8 * i), idv), lo), hi));
-        const __m256i w01 = _mm256_packs_epi32(qi[0], qi[1]), w23 = _mm256_packs_epi32(qi[2], qi[3]);
-        const __m256i b8 = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(w01, w23), _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + 256 * b + 16 * g), b8);
-        for (int h = 0; h < 2; ++h) {
-          const __m256i s8 = _mm256_add_epi32(qi[2 * h], qi[2 * h + 1]);
-          __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(s8), _mm256_extracti128_si256(s8, 1));
-          s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4E));
-          s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xB1));
-          a.s[r * a.s_per_row + b * 16 + g + h] = _mm_cvtsi128_si32(s4);
-        }
+        store_q32(qi, q + 256 * b + 16 * g);
+        for (int h = 0; h < 2; ++h) a.s[r * a.s_per_row + b * 16 + g + h] = hsum8_epi32(_mm256_add_epi32(qi[2 * h], qi[2 * h + 1]));
       }
       a.d[r * a.d_per_row + b] = d;
     }
