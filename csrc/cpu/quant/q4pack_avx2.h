@@ -1,7 +1,7 @@
 // AVX2 on the repacked Q4_0 / Q4_1 / Q8_0 weights (q4pack.h): each 16-column group as two 8-lane
 // halves, so a lane is one output column and the epilogue needs no horizontal sums. Included after
-// dot_generic.h, q4rows.h and cpu/softmax_exp.h in TUs compiled for AVX2. Same bits as dot_generic.h: exact integer
-// block dots, then its float operations in block order.
+// dot_generic.h, q4rows.h and cpu/softmax_exp.h in TUs compiled for AVX2. Same bits as
+// dot_generic.h: exact integer block dots, then its float operations in block order.
 // (No include guard: included once per ISA namespace.)
 //
 // AVX2 has no vpdpbusd: vpmaddubsw multiplies u8 weights by s8 activations into int16 pairs and
