@@ -1,11 +1,14 @@
-"""Plain decode speed of eyas against llama.cpp's `llama-bench` on the same GGUF file, measured in
-alternating rounds of one run, so the ratio holds on a shared, noisy machine. One table.
+"""Plain decode and prefill speed of eyas against llama.cpp's `llama-bench` on the same GGUF file,
+measured in alternating rounds of one run, so the ratio holds on a shared, noisy machine. One table.
 
     python bench/compare_llamacpp.py --llama-bench path/to/llama-bench [--threads 2] [--rounds 3]
+        [--prompt 512]
 
 llama-bench's tg128 decodes 128 tokens one at a time from an empty context (its KV cache is F16);
 eyas does the same here: one prompt token, then 128 greedy steps with the default (F16) cache.
-llama.cpp is not a dependency of eyas: build `llama-bench` yourself (cmake, target llama-bench).
+pp512 (--prompt 512; 0 skips it): one forward over 512 prompt tokens, llama-bench's -p 512 and
+eyas's prefill (chunks of 256 rows, logits of the last row only).
+llama.cpp is not a dependency of eyas: build it with ../shared/tools/build-llama-peers.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import statistics  # noqa: E402
 import subprocess  # noqa: E402
 import time  # noqa: E402
 
+import numpy as np  # noqa: E402
 
 from eyas import _core  # noqa: E402
 from eyas.api import DEFAULT_KV_DTYPE, KV_DTYPES  # noqa: E402
@@ -30,15 +34,15 @@ from eyas.models.default import default_model_path  # noqa: E402
 from eyas.sampling import SamplingParams  # noqa: E402
 
 
-def llama_tg(binary: str, model: str, threads: int, tokens: int, repeats: int) -> float:
-    """llama-bench's mean decode tok/s (tg<tokens>), from its JSON output."""
-    cmd = [binary, "-m", model, "-t", str(threads), "-p", "0", "-n", str(tokens), "-r", str(repeats), "-o", "json"]
+def llama_rate(binary: str, model: str, threads: int, repeats: int, *, gen: int = 0, prompt: int = 0) -> float:
+    """llama-bench's mean tok/s of one test: decode (tg<gen>) or prefill (pp<prompt>), from its JSON."""
+    cmd = [binary, "-m", model, "-t", str(threads), "-p", str(prompt), "-n", str(gen), "-r", str(repeats), "-o", "json"]
     out = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if out.returncode != 0:
         raise SystemExit(f"llama-bench failed ({out.returncode}): {out.stderr.strip()[-500:]}")
-    rows = [r for r in json.loads(out.stdout) if r.get("n_gen") == tokens]
+    rows = [r for r in json.loads(out.stdout) if r.get("n_gen") == gen and r.get("n_prompt") == prompt]
     if not rows:
-        raise SystemExit(f"llama-bench printed no tg{tokens} row")
+        raise SystemExit(f"llama-bench printed no {'tg' if gen else 'pp'}{gen or prompt} row")
     return float(rows[0]["avg_ts"])
 
 
@@ -56,6 +60,18 @@ def eyas_tg(m, tokens: int, repeats: int) -> float:
     return statistics.median(rates[1:])
 
 
+def eyas_pp(m, prompt: int, repeats: int) -> float:
+    """Median over repeats of prefill tok/s: `prompt` tokens in one forward (last row's logits)."""
+    ids = (np.arange(prompt) % 1000 + 100).astype(np.int32)
+    rates = []
+    for _ in range(repeats + 1):  # the first run warms up
+        m.reset()
+        t0 = time.perf_counter()
+        m.forward(ids, logits="last")
+        rates.append(prompt / (time.perf_counter() - t0))
+    return statistics.median(rates[1:])
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--llama-bench", required=True, help="path to llama.cpp's llama-bench binary")
@@ -65,21 +81,27 @@ def main():
     ap.add_argument("--repeats", type=int, default=5, help="runs per side and round")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--kv-dtype", choices=KV_DTYPES, default=DEFAULT_KV_DTYPE)
+    ap.add_argument("--prompt", type=int, default=512, help="prefill test size (pp); 0 = decode only")
     args = ap.parse_args()
     if not os.access(args.llama_bench, os.X_OK):
         raise SystemExit(f"--llama-bench {args.llama_bench!r} is not an executable file")
     path = str(args.model or default_model_path())
     model = load_model(path)
-    m = _core.Transformer(model.spec, model.weights, max_context=args.tokens + 8,
+    m = _core.Transformer(model.spec, model.weights, max_context=max(args.tokens, args.prompt) + 8,
                           device=_core.Device("cpu", args.threads), kv_dtype=args.kv_dtype)
-    print(f"model: {model.path.name}  threads={args.threads}  tg{args.tokens}  eyas kv={args.kv_dtype}  "
-          f"{args.repeats} runs per side and round")
-    print("round | llama.cpp tok/s | eyas tok/s | eyas / llama.cpp")
-    print("--- | --- | --- | ---")
+    simd = _core.ops._simd_levels()[-1]
+    print(f"model: {model.path.name}  threads={args.threads}  eyas kv={args.kv_dtype}  eyas matmul "
+          f"{_core.ops.get_isa()}, other kernels {simd}  {args.repeats} runs per side and round")
+    print("round | test | llama.cpp tok/s | eyas tok/s | eyas / llama.cpp")
+    print("--- | --- | --- | --- | ---")
     for r in range(args.rounds):
-        ll = llama_tg(args.llama_bench, path, args.threads, args.tokens, args.repeats)
+        ll = llama_rate(args.llama_bench, path, args.threads, args.repeats, gen=args.tokens)
         ey = eyas_tg(m, args.tokens, args.repeats)
-        print(f"{r + 1} | {ll:.1f} | {ey:.1f} | {ey / ll:.2f}x", flush=True)
+        print(f"{r + 1} | tg{args.tokens} | {ll:.1f} | {ey:.1f} | {ey / ll:.2f}x", flush=True)
+        if args.prompt:
+            ll = llama_rate(args.llama_bench, path, args.threads, args.repeats, prompt=args.prompt)
+            ey = eyas_pp(m, args.prompt, args.repeats)
+            print(f"{r + 1} | pp{args.prompt} | {ll:.1f} | {ey:.1f} | {ey / ll:.2f}x", flush=True)
 
 
 if __name__ == "__main__":
