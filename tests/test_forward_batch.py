@@ -125,3 +125,45 @@ def test_hybrid_state_refuses_a_batch_of_several_but_runs_one(tmp_path):
     assert a.pending == 0 and b.pending == 0
     (got,) = a.forward_batch([dict(target=a, tokens=one, logits="all")])
     same_bits(got["logits"], b.forward(one, logits="all")["logits"], "a batch of one on a hybrid")
+
+
+def test_batcher_groups_threads_and_isolates_a_bad_request():
+    """ForwardBatcher (eyas serve's continuous batching): forwards from several threads run as one
+    batch; a request that fails gets its own error while the others get their bits."""
+    import threading
+
+    from eyas.server.batching import BatchedTarget, ForwardBatcher
+
+    rng = np.random.default_rng(6)
+    spec, seqs = sequences("llama-q4_1", 4, threads=1)
+    _, alone = sequences("llama-q4_1", 4, threads=1)
+    V = spec["vocab_size"]
+    for a, b in zip(seqs, alone):
+        p = rng.integers(0, V, 6).astype(np.int32)
+        a.prefill(p)
+        b.prefill(p)
+    tokens = [rng.integers(0, V, 3).astype(np.int32) for _ in seqs]
+    tokens[2] = np.array([V + 5], np.int32)  # out of range: fails alone
+    batcher = ForwardBatcher(seqs[0], wait_s=5.0)  # only a full round starts a batch
+    results = [None] * 4
+    barrier = threading.Barrier(4)
+
+    def run(i):
+        batcher.join()
+        barrier.wait()
+        try:
+            results[i] = BatchedTarget(seqs[i], batcher).forward(tokens[i], logits="all")
+        except ValueError as e:
+            results[i] = e
+        finally:
+            batcher.leave()
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert batcher.batches == 1 and batcher.widest == 4
+    assert isinstance(results[2], ValueError) and "outside" in str(results[2])
+    for i in (0, 1, 3):
+        same_bits(results[i]["logits"], alone[i].forward(tokens[i], logits="all")["logits"], f"request {i}")
