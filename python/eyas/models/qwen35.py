@@ -14,15 +14,17 @@ from __future__ import annotations
 import numpy as np
 
 from eyas.models import base
-from eyas.models.common import fail, hf_int
+from eyas.models.common import fail, hf_int, mtp_layers
 
 HF_MODEL_TYPES = ("qwen3_5_text", "qwen3_5", "qwen3_5_moe_text", "qwen3_5_moe", "qwen3_next")
 GGUF_ARCHS = ("qwen35", "qwen35moe", "qwen3next")
 
 _F32 = 0  # the GGML type id of float32 weights (eyas.loaders.dtypes.F32; models sit below the loaders)
 
-# Norms stored as w with the model computing x * (1 + w); llama.cpp's converter stores 1 + w.
-_ONE_PLUS_W = ("attn_norm", "ffn_norm", "output_norm", "attn_q_norm", "attn_k_norm")
+# Norms stored as w with the model computing x * (1 + w); llama.cpp's converter stores 1 + w. The last
+# three are the multi-token-prediction block's (nextn.*).
+_ONE_PLUS_W = ("attn_norm", "ffn_norm", "output_norm", "attn_q_norm", "attn_k_norm", "enorm", "hnorm",
+               "shared_head_norm")
 
 
 def text_config(config: dict) -> dict:
@@ -116,10 +118,12 @@ def _gguf_mixers(meta: dict, k: str, L: int) -> list[str]:
 
 def _adapt_gguf_weights(weights: dict, L: int) -> None:
     """llama.cpp's names -> the canonical ones, in place: post_attention_norm is the FFN's norm, the
-    shared-expert gate [H] is one row [1, H]; MTP blocks (blk.{L}.. appended by the converter) are dropped."""
+    shared-expert gate [H] is one row [1, H]; blocks past the trunk that are no MTP block (blk.{L + j} with
+    nextn.eh_proj, as the converter appends them) are dropped."""
+    end = L + len(mtp_layers(weights, L))
     for name in list(weights):
         parts = name.split(".")
-        if parts[0] == "blk" and parts[1].isdigit() and int(parts[1]) >= L:
+        if parts[0] == "blk" and parts[1].isdigit() and int(parts[1]) >= end:
             del weights[name]
         elif name.endswith(".post_attention_norm"):
             weights[name[: -len("post_attention_norm")] + "ffn_norm"] = weights.pop(name)
@@ -162,6 +166,7 @@ def spec_from_gguf(meta: dict, weights: dict, gguf_arch: str) -> dict:
     spec = base.from_gguf(meta, weights, gguf_arch, gguf_arch, "neox", qk_norm=True, qkv_bias=False, moe=moe,
                           layers=layers, gdn=gdn)
     spec["num_layers"] = L
+    spec["mtp_layers"] = mtp_layers(weights, L)
     # Text positions are equal in all IMROPE streams, so rope.dimension_sections changes nothing here.
     spec["attn_output_gate"] = True
     first = next((i for i, b in enumerate(layers) if b["mixer"] == "attention"), None)
