@@ -167,6 +167,16 @@ EYAS_BINDINGS(model_transformer) {
       .def_prop_ro("state_bytes", &Transformer::state_bytes,
                    "Bytes a snapshot of every layer's state holds at the committed length (K/V rows for attention).")
       .def_prop_ro("layer_kinds", &Transformer::layer_kinds, "Kind of every layer in order: mixer, FFN per block.")
+      .def(
+          "layer_state",
+          [](Transformer& m, int index) {
+            nb::dict out;
+            for (auto& [name, t] : m.layer_state(index)) out[name.c_str()] = bind::to_numpy(t).attr("copy")();
+            return out;
+          },
+          "index"_a,
+          "Layer `index`'s (layer_kinds order) committed state as copies: gdn {'conv': F32[K-1, C] (oldest row\n"
+          "first), 'recurrent': F32[Hv, Dk, Dv]}; {} for kinds without a fixed-size state.")
       .def_prop_ro("aux_layers", &Transformer::aux_layers)
       .def_prop_ro("vocab_size", [](Transformer& m) { return m.spec().vocab_size; })
       .def_prop_ro("hidden_size", [](Transformer& m) { return m.spec().hidden_size; })

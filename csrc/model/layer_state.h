@@ -4,6 +4,8 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "core/encoder.h"
@@ -42,6 +44,9 @@ class LayerState {
   virtual void reset() = 0;
   // Bytes a snapshot of this state holds after `length` committed rows.
   virtual size_t bytes(int length) const = 0;
+  // The committed state as named views, for tests against other implementations; a kind whose state
+  // grows with the length (the K/V cache) lists none.
+  virtual std::vector<std::pair<std::string, Tensor>> committed() const { return {}; }
 };
 
 }  // namespace eyas::model

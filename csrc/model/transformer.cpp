@@ -258,4 +258,11 @@ std::vector<std::string> Transformer::layer_kinds() const {
   return out;
 }
 
+std::vector<std::pair<std::string, Tensor>> Transformer::layer_state(int index) const {
+  if (index < 0 || index >= int(layers_.size()))
+    fail("layer_state", "index " + std::to_string(index) + " outside [0, " + std::to_string(layers_.size()) + ")");
+  const Slot& l = layers_[size_t(index)];
+  return l.state ? l.state->committed() : std::vector<std::pair<std::string, Tensor>>{};
+}
+
 }  // namespace eyas::model

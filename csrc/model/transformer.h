@@ -61,6 +61,8 @@ class Transformer {
   size_t state_bytes() const;
   // Kind of every layer in order (two per block: mixer, FFN).
   std::vector<std::string> layer_kinds() const;
+  // Layer `index`'s (in layer_kinds order) committed state as named views (LayerState::committed).
+  std::vector<std::pair<std::string, Tensor>> layer_state(int index) const;
   const ModelSpec& spec() const { return spec_; }
   const std::vector<int>& aux_layers() const { return aux_layers_; }
   Device& device() { return *device_; }

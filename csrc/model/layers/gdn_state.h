@@ -32,6 +32,10 @@ class GdnState : public LayerState {
   void truncate(int length, int n) override;
   void reset() override;
   size_t bytes(int length) const override;
+  // "conv": F32[K-1, C] the last K-1 conv inputs, oldest first; "recurrent": F32[Hv, Dk, Dv] in the spec's head order.
+  std::vector<std::pair<std::string, Tensor>> committed() const override {
+    return {{"conv", conv_c_}, {"recurrent", state_c_}};
+  }
 
   // What one chunk of the current forward reads and writes.
   struct ChunkIo {
