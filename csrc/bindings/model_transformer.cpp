@@ -157,7 +157,11 @@ EYAS_BINDINGS(model_transformer) {
             return run_forward(m, nb::cast(t), std::nullopt, std::nullopt, std::nullopt, logits, capture_aux, true);
           },
           "token"_a, nb::kw_only(), "logits"_a = "last", "capture_aux"_a = false, "forward([token]) + commit([0]).")
-      .def("truncate", &Transformer::truncate, "length"_a, "Drop committed tokens beyond `length`.")
+      .def("truncate", &Transformer::truncate, "length"_a,
+           "Drop committed tokens beyond `length` (with recurrent layers: a length `truncatable` gives).")
+      .def("truncatable", &Transformer::truncatable, "length"_a,
+           "The longest length <= `length` that truncate accepts: `length` itself unless a recurrent (gdn)\n"
+           "layer keeps no history there (it keeps the current length, the end of the last prefill and 0).")
       .def("reset", &Transformer::reset, "Forget every token.")
       .def_prop_ro("length", &Transformer::length, "Committed tokens.")
       .def_prop_ro("capacity", &Transformer::capacity, "Maximum tokens (max_context).")

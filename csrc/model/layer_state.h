@@ -39,8 +39,11 @@ class LayerState {
   virtual void prepare(const ForwardPlan& plan) = 0;
   // Keeps the accepted path; any data movement is recorded on enc.
   virtual void commit(Encoder& enc, const CommitPlan& plan) = 0;
-  // Forgets committed rows [n, length); a kind that keeps no history may refuse n != length, 0.
+  // Forgets committed rows [n, length); a kind that keeps no history may refuse lengths other than
+  // those truncatable() gives.
   virtual void truncate(int length, int n) = 0;
+  // The longest length <= n that truncate(length, .) accepts: n for a kind that can drop any suffix.
+  virtual int truncatable(int length, int n) const { return n; }
   virtual void reset() = 0;
   // Bytes a snapshot of this state holds after `length` committed rows.
   virtual size_t bytes(int length) const = 0;

@@ -238,6 +238,13 @@ void Transformer::truncate(int n) {
   pending_ = 0;
 }
 
+int Transformer::truncatable(int n) const {
+  n = std::max(0, std::min(n, length_));
+  for (const Slot& l : layers_)
+    if (l.state) n = std::min(n, l.state->truncatable(length_, n));
+  return n;
+}
+
 void Transformer::reset() {
   std::lock_guard<std::mutex> lock(mutex_);
   for (Slot& l : layers_)

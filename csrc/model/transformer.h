@@ -50,6 +50,9 @@ class Transformer {
   // nodes: indices into the last forward's rows (strictly increasing); keeps them at length..length+m.
   void commit(const std::vector<int32_t>& nodes);
   void truncate(int n);
+  // The longest length <= n (clamped to [0, length]) that truncate accepts: n unless a layer keeps no
+  // per-token history (gdn: the length, the end of the last prefill, or 0).
+  int truncatable(int n) const;
   void reset();
 
   int length() const { return length_; }
