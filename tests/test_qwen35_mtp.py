@@ -187,3 +187,20 @@ def test_mtp_family_takes_no_checkpoint(built, tmp_path):
 
     with pytest.raises(ValueError, match=r"^\[drafter\] drafter family 'mtp' drafts with the model's own MTP block"):
         eyas.load(built["folder"], drafter_family="mtp", drafter=str(tmp_path))
+
+
+def test_cli_generates_with_the_mtp_family_and_refuses_it_without_mtp_layers(built, tmp_path, capsys):
+    import json
+
+    from eyas.cli import main
+
+    args = ["generate", "hello there", "--max-tokens", "8", "--json", "--max-context", "64"]
+    assert main([*args, "--model", str(built["folder"]), "--drafter-family", "mtp", "--tree", "2,2,4"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["metrics"]["num_drafts"] >= 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tiny_qwen35.make_hf("dense", tmp_path / "plain")
+    capsys.readouterr()  # transformers' save progress
+    assert main([*args, "--model", str(tmp_path / "plain"), "--drafter-family", "mtp"]) == 2
+    assert capsys.readouterr().err.startswith("eyas: error: [drafter] plain has no multi-token-prediction (MTP) layers")
