@@ -59,7 +59,8 @@ model::ModelSpec parse_model_spec(const char* op, nb::dict d) {
     s.moe.top_k = get<int>(op, m, "top_k");
     s.moe.norm_topk_prob = get<bool>(op, m, "norm_topk_prob");
     s.moe.expert_intermediate_size = get<int>(op, m, "expert_intermediate_size");
-    s.moe.shared_expert_intermediate_size = m.contains("shared_expert_intermediate_size") ? get<int>(op, m, "shared_expert_intermediate_size") : 0;
+    s.moe.shared_expert_intermediate_size =
+        m.contains("shared_expert_intermediate_size") ? get<int>(op, m, "shared_expert_intermediate_size") : 0;
     s.moe.shared_expert_gate = m.contains("shared_expert_gate") ? get<bool>(op, m, "shared_expert_gate") : false;
   }
   nb::handle gdn = d.contains("gdn") ? d["gdn"] : nb::none();

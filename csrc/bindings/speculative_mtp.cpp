@@ -15,8 +15,9 @@ const char* kOp = "MtpDrafter";
 EYAS_BINDINGS(speculative_mtp) {
   nb::module_ s = bind::speculative_module(m);
   nb::class_<MtpDrafter>(s, "MtpDrafter",
-                         "The target's multi-token-prediction block as a drafter: eh_proj over the normed embedding\n"
-                         "and hidden state, one attention block of the target's kinds, the target's lm_head; own KV cache.")
+                         "The target's multi-token-prediction block as a drafter: eh_proj over the normed\n"
+                         "embedding and hidden state, one attention block of the target's kinds, the target's\n"
+                         "lm_head; own KV cache.")
       .def(
           "__init__",
           [](MtpDrafter* self, nb::dict spec, nb::dict weights, int block, const std::string& ffn, int max_context) {
