@@ -204,3 +204,24 @@ def test_cli_generates_with_the_mtp_family_and_refuses_it_without_mtp_layers(bui
     capsys.readouterr()  # transformers' save progress
     assert main([*args, "--model", str(tmp_path / "plain"), "--drafter-family", "mtp"]) == 2
     assert capsys.readouterr().err.startswith("eyas: error: [drafter] plain has no multi-token-prediction (MTP) layers")
+
+
+def test_mtp_drafter_checks_its_inputs(built):
+    loaded = built["loaded"]
+    head = mtp_head(loaded.spec, loaded.weights)
+    rt = head.runtime(8)
+    rt.reset()
+    H = loaded.spec["hidden_size"]
+    with pytest.raises(ValueError, match=r"^\[MtpDrafter\] expand needs a preceding ingest"):
+        rt.expand(2, 2, 4)
+    with pytest.raises(ValueError, match=r"^\[MtpDrafter\] hidden"):
+        rt.ingest(np.zeros((2, H + 1), np.float32), np.zeros(2, i32))
+    with pytest.raises(ValueError, match=r"^\[MtpDrafter\] token id 300 outside the vocabulary"):
+        rt.ingest(np.zeros((1, H), np.float32), np.array([300], i32))
+    with pytest.raises(ValueError, match=r"^\[MtpDrafter\] ingest of 9 pairs at length 0 exceeds max_context 8"):
+        rt.ingest(np.zeros((9, H), np.float32), np.zeros(9, i32))
+    with pytest.raises(ValueError, match=r"^\[Transformer\] unknown layer kind 'gdn_ffn'"):
+        _core.speculative.MtpDrafter(loaded.spec, head.weights, block=head.block, ffn="gdn_ffn")
+    missing = {k: v for k, v in head.weights.items() if not k.endswith("nextn.hnorm")}
+    with pytest.raises(ValueError, match=r"^\[Transformer\] missing weight 'blk.4.nextn.hnorm'"):
+        _core.speculative.MtpDrafter(loaded.spec, missing, block=head.block, ffn=head.ffn)
