@@ -225,3 +225,18 @@ def test_mtp_drafter_checks_its_inputs(built):
     missing = {k: v for k, v in head.weights.items() if not k.endswith("nextn.hnorm")}
     with pytest.raises(ValueError, match=r"^\[Transformer\] missing weight 'blk.4.nextn.hnorm'"):
         _core.speculative.MtpDrafter(loaded.spec, missing, block=head.block, ffn=head.ffn)
+
+
+def test_an_mtp_block_without_its_input_projection_is_dropped(built, tmp_path):
+    """A checkpoint whose mtp.* lacks fc (no block this drafter can run) still loads: without MTP layers."""
+    from safetensors.numpy import load_file, save_file
+
+    folder = tmp_path / "nofc"
+    folder.mkdir()
+    for f in built["folder"].iterdir():
+        if f.name == "mtp.safetensors":
+            save_file({k: v for k, v in load_file(f).items() if k != "mtp.fc.weight"}, str(folder / f.name))
+        elif f.is_file():
+            (folder / f.name).write_bytes(f.read_bytes())
+    m = load_model(folder)
+    assert m.spec["mtp_layers"] == [] and not any(k.startswith(f"blk.{m.spec['num_layers']}.") for k in m.weights)

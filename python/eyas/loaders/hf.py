@@ -11,7 +11,7 @@ from eyas import models
 from eyas.loaders.dtypes import F32, to_f32
 from eyas.loaders.safetensors_mmap import read_safetensors
 from eyas.loaders.weights import normalize_vectors, validate
-from eyas.models.common import hf_mtp_name, hf_name, mtp_layers
+from eyas.models.common import hf_mtp_name, hf_name, keep_mtp_blocks
 
 
 def fail(msg: str) -> None:
@@ -109,7 +109,7 @@ def load_hf(folder: str | Path):
                 fail(f"tensor {name!r} appears in more than one file")
             raw[name] = w
     weights = map_weights(raw, (spec["moe"] or {}).get("num_experts", 0), spec["num_layers"])
-    spec["mtp_layers"] = mtp_layers(weights, spec["num_layers"])
+    spec["mtp_layers"] = keep_mtp_blocks(weights, spec["num_layers"])
     if "tie_word_embeddings" not in config:
         spec["tie_embeddings"] = "output" not in weights
     if spec["tie_embeddings"]:

@@ -92,13 +92,19 @@ def expected_tensors(spec: dict) -> tuple[dict[str, tuple[int, ...]], dict[str, 
     return req, opt
 
 
-def mtp_layers(weights: dict, num_layers: int) -> list[dict]:
+def keep_mtp_blocks(weights: dict, num_layers: int) -> list[dict]:
     """Kinds of the multi-token-prediction blocks after the trunk (blk.{L + j} holding nextn.eh_proj, as
-    llama.cpp's converter appends them): full attention, with a MoE FFN where the block has a router."""
+    llama.cpp's converter appends them): full attention, with a MoE FFN where the block has a router.
+    Drops the tensors of any later block (one without eh_proj, which no drafter here runs), in place."""
     out: list[dict] = []
     while f"blk.{num_layers + len(out)}.nextn.eh_proj" in weights:
         b = num_layers + len(out)
         out.append({"mixer": "attention", "ffn": "moe_ffn" if f"blk.{b}.ffn_gate_inp" in weights else "dense_ffn"})
+    end = num_layers + len(out)
+    for name in list(weights):
+        parts = name.split(".")
+        if parts[0] == "blk" and parts[1].isdigit() and int(parts[1]) >= end:
+            del weights[name]
     return out
 
 
