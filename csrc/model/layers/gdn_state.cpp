@@ -96,10 +96,11 @@ void GdnState::truncate(int length, int n) {
   if (n == length) return;
   if (n == 0) return reset();
   if (n != kept_) {
-    const std::string prefill = kept_ > 0 ? " or to the end of the last prefill " + std::to_string(kept_) : "";
-    fail("truncate", "a model with recurrent (gdn) layers keeps no per-token history: truncate to 0, to the length " +
-                         std::to_string(length) + prefill + ", not " + std::to_string(n) +
-                         " (Transformer.truncatable gives the longest allowed)");
+    const bool cp = kept_ > 0 && kept_ != length;
+    fail("truncate", "a model with recurrent (gdn) layers keeps no per-token history: truncate to 0" +
+                         std::string(cp ? ", " : " or ") + "to the length " + std::to_string(length) +
+                         (cp ? " or to the end of the last prefill " + std::to_string(kept_) : "") + ", not " +
+                         std::to_string(n) + " (Transformer.truncatable gives the longest allowed)");
   }
   std::memcpy(conv_c_.data<float>(), conv_k_.data<float>(), conv_c_.nbytes());
   std::memcpy(state_c_.data<float>(), state_k_.data<float>(), state_c_.nbytes());
