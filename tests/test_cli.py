@@ -107,7 +107,7 @@ def test_unknown_drafter_family_lists_the_choices(tiny, capsys, command):
 
 
 def test_load_rejects_an_unknown_drafter_family(tiny):
-    with pytest.raises(ValueError, match=r"\[load\] unknown drafter_family 'hydra'; choose one of eagle3, none"):
+    with pytest.raises(ValueError, match=r"\[load\] unknown drafter_family 'hydra'; choose one of eagle3, mtp, none"):
         api.load(tiny, drafter_family="hydra")
 
 

@@ -97,7 +97,8 @@ def test_greedy_continuation_equals_transformers(built):
 
 def test_composite_checkpoint_nests_text_config(built_composite, tmp_path):
     """Qwen3_5ForConditionalGeneration layout: text fields under text_config, weights under
-    model.language_model.*, plus vision and MTP tensors that a causal LM ignores."""
+    model.language_model.*, plus vision tensors that a causal LM ignores and an MTP block (mtp.*), which the
+    loader keeps as block L for the 'mtp' drafter family."""
     from safetensors.numpy import load_file, save_file
 
     built = built_composite
@@ -111,7 +112,8 @@ def test_composite_checkpoint_nests_text_config(built_composite, tmp_path):
         for k, v in load_file(f).items():
             tensors[k.replace("model.", "model.language_model.", 1) if k.startswith("model.") else k] = v
     tensors["model.visual.patch_embed.proj.weight"] = np.zeros((4, 3), np.float32)
-    tensors["mtp.fc.weight"] = np.zeros((4, 4), np.float32)
+    mtp = tiny_qwen35.make_mtp(built["model"])
+    tensors.update({"mtp." + k: v.detach().numpy() for k, v in mtp.state_dict().items()})
     tmp_path.mkdir(exist_ok=True)
     save_file(tensors, str(tmp_path / "model.safetensors"))
     (tmp_path / "config.json").write_text(json.dumps(composite))
@@ -120,8 +122,9 @@ def test_composite_checkpoint_nests_text_config(built_composite, tmp_path):
             (tmp_path / f.name).write_bytes(f.read_bytes())
     a, b = load_model(src), load_model(tmp_path)
     assert np.array_equal(a.spec["rope_inv_freq"], b.spec["rope_inv_freq"])
-    assert {k: v for k, v in a.spec.items() if k != "rope_inv_freq"} == \
-        {k: v for k, v in b.spec.items() if k != "rope_inv_freq"}
+    assert {k: v for k, v in a.spec.items() if k not in ("rope_inv_freq", "mtp_layers")} == \
+        {k: v for k, v in b.spec.items() if k not in ("rope_inv_freq", "mtp_layers")}
+    assert (a.spec["mtp_layers"], len(b.spec["mtp_layers"])) == ([], 1)
     toks = _tokens(6, seed=2)
     ra = backend.run_logits(backend.make_model(a.spec, a.weights), toks, 4)
     rb = backend.run_logits(backend.make_model(b.spec, b.weights), toks, 4)
@@ -142,7 +145,8 @@ def test_truncate_inside_the_history_is_refused(built):
     t = backend.make_model(m.spec, m.weights, max_context=16)
     t.forward(_tokens(5).astype(np.int32), logits="none")
     t.commit(np.arange(5, dtype=np.int32))
-    with pytest.raises(ValueError, match=r"^\[truncate\] a model with recurrent \(gdn\) layers keeps no history"):
+    with pytest.raises(ValueError, match=r"^\[truncate\] a model with recurrent \(gdn\) layers keeps no per-token "
+                                         r"history: truncate to 0 or to the length 5, not 3"):
         t.truncate(3)
     t.truncate(5)
     t.truncate(0)

@@ -124,11 +124,11 @@ def test_generator_uses_the_proposers_recommended_policy(target):
 
 def test_registry(monkeypatch):
     monkeypatch.setitem(proposer_module._FACTORIES, "random", lambda drafter, target, seed=0: Random(seed))
-    assert families() == ["eagle3", "random", "none"]
+    assert families() == ["eagle3", "mtp", "random", "none"]
     assert isinstance(make_proposer("random", "anything", None, seed=3), Random)
     assert make_proposer("random", "none", None) is None and make_proposer("none", "default", None) is None
     with pytest.raises(ValueError, match=r"\[speculative\] unknown drafter family 'hydra'; choose one of "
-                                         r"eagle3, random, none"):
+                                         r"eagle3, mtp, random, none"):
         make_proposer("hydra", "default", None)
     for bad in ("none", "", None):
         with pytest.raises(ValueError, match=r"\[speculative\] cannot register"):

@@ -5,6 +5,7 @@
 
 #include "bindings/arrays.h"
 #include "bindings/convert.h"
+#include "bindings/model_spec.h"
 #include "bindings/registry.h"
 #include "model/transformer.h"
 
@@ -13,85 +14,6 @@ using model::Transformer;
 namespace {
 
 const char* kOp = "Transformer";
-
-nb::handle item(nb::dict d, const char* key) {
-  if (!d.contains(key)) fail(kOp, std::string("spec: missing key '") + key + "'");
-  return d[key];
-}
-
-template <typename T>
-T get(nb::dict d, const char* key) {
-  T out;
-  if (!nb::try_cast<T>(item(d, key), out)) fail(kOp, std::string("spec: '") + key + "' has the wrong type");
-  return out;
-}
-
-model::ModelSpec parse_spec(nb::dict d) {
-  model::ModelSpec s;
-  s.arch = get<std::string>(d, "arch");
-  s.vocab_size = get<int>(d, "vocab_size");
-  s.hidden_size = get<int>(d, "hidden_size");
-  s.num_layers = get<int>(d, "num_layers");
-  s.num_heads = get<int>(d, "num_heads");
-  s.num_kv_heads = get<int>(d, "num_kv_heads");
-  s.head_dim = get<int>(d, "head_dim");
-  s.intermediate_size = get<int>(d, "intermediate_size");
-  s.rms_eps = get<float>(d, "rms_eps");
-  std::string style = get<std::string>(d, "rope_style");
-  if (style == "neox")
-    s.rope_style = ops::RopeStyle::NeoX;
-  else if (style == "interleaved")
-    s.rope_style = ops::RopeStyle::Interleaved;
-  else
-    fail(kOp, "spec: rope_style must be 'neox' or 'interleaved', got '" + style + "'");
-  s.rot_dim = get<int>(d, "rot_dim");
-  nb::object freq = nb::module_::import_("numpy").attr("ascontiguousarray")(item(d, "rope_inv_freq"), "float32");
-  bind::Array fa;
-  if (!nb::try_cast<bind::Array>(freq, fa) || fa.ndim() != 1) fail(kOp, "spec: rope_inv_freq must be a 1-D float array");
-  const float* fp = static_cast<const float*>(fa.data());
-  s.rope_inv_freq.assign(fp, fp + fa.shape(0));
-  s.qkv_bias = get<bool>(d, "qkv_bias");
-  s.qk_norm = get<bool>(d, "qk_norm");
-  s.attn_output_gate = d.contains("attn_output_gate") ? get<bool>(d, "attn_output_gate") : false;
-  s.tie_embeddings = get<bool>(d, "tie_embeddings");
-  nb::handle moe = d.contains("moe") ? d["moe"] : nb::none();
-  if (!moe.is_none()) {
-    nb::dict m;
-    if (!nb::try_cast<nb::dict>(moe, m)) fail(kOp, "spec: 'moe' must be None or a dict");
-    s.has_moe = true;
-    s.moe.num_experts = get<int>(m, "num_experts");
-    s.moe.top_k = get<int>(m, "top_k");
-    s.moe.norm_topk_prob = get<bool>(m, "norm_topk_prob");
-    s.moe.expert_intermediate_size = get<int>(m, "expert_intermediate_size");
-    s.moe.shared_expert_intermediate_size = m.contains("shared_expert_intermediate_size") ? get<int>(m, "shared_expert_intermediate_size") : 0;
-    s.moe.shared_expert_gate = m.contains("shared_expert_gate") ? get<bool>(m, "shared_expert_gate") : false;
-  }
-  nb::handle gdn = d.contains("gdn") ? d["gdn"] : nb::none();
-  if (!gdn.is_none()) {
-    nb::dict g;
-    if (!nb::try_cast<nb::dict>(gdn, g)) fail(kOp, "spec: 'gdn' must be None or a dict");
-    s.gdn.num_k_heads = get<int>(g, "num_k_heads");
-    s.gdn.num_v_heads = get<int>(g, "num_v_heads");
-    s.gdn.k_head_dim = get<int>(g, "k_head_dim");
-    s.gdn.v_head_dim = get<int>(g, "v_head_dim");
-    s.gdn.conv_kernel = get<int>(g, "conv_kernel");
-    if (g.contains("l2_eps")) s.gdn.l2_eps = get<float>(g, "l2_eps");
-    if (g.contains("tiled_heads")) s.gdn.tiled_heads = get<bool>(g, "tiled_heads");
-  }
-  nb::handle layers = d.contains("layers") ? d["layers"] : nb::none();
-  if (!layers.is_none()) {
-    nb::list blocks;
-    if (!nb::try_cast<nb::list>(layers, blocks)) fail(kOp, "spec: 'layers' must be None or a list of dicts");
-    for (nb::handle b : blocks) {
-      nb::dict block;
-      if (!nb::try_cast<nb::dict>(b, block)) fail(kOp, "spec: 'layers' must be None or a list of dicts");
-      s.layers.push_back({get<std::string>(block, "mixer"), get<std::string>(block, "ffn")});
-    }
-  }
-  return s;
-}
-
-Tensor parse_weight(const std::string& name, nb::handle v) { return bind::parse_weight(kOp, name, v); }
 
 // int32 values from an int array or a sequence of Python ints; values outside int32 become
 // `bad`, which the caller's range checks reject (-1 for ids and indices; parents take -1 as a root).
@@ -243,13 +165,8 @@ EYAS_BINDINGS(model_transformer) {
           [](Transformer* self, nb::dict spec, nb::dict weights, int max_context, std::optional<std::vector<int>> aux_layers,
              std::shared_ptr<Device> device, int chunk, bool fuse, const std::string& kv_dtype) {
             if (kv_dtype != "f32" && kv_dtype != "f16") fail(kOp, "kv_dtype must be 'f32' or 'f16', got '" + kv_dtype + "'");
-            model::ModelSpec s = parse_spec(spec);
-            model::WeightMap w;
-            for (auto [k, v] : weights) {
-              std::string name;
-              if (!nb::try_cast<std::string>(k, name)) fail(kOp, "weight names must be strings");
-              w[name] = parse_weight(name, v);
-            }
+            model::ModelSpec s = bind::parse_model_spec(kOp, spec);
+            model::WeightMap w = bind::parse_weights(kOp, weights);
             std::vector<int> aux;
             if (aux_layers) {
               aux = *aux_layers;
@@ -304,7 +221,11 @@ EYAS_BINDINGS(model_transformer) {
             return run_forward(m, nb::cast(t), std::nullopt, std::nullopt, std::nullopt, logits, capture_aux, true);
           },
           "token"_a, nb::kw_only(), "logits"_a = "last", "capture_aux"_a = false, "forward([token]) + commit([0]).")
-      .def("truncate", &Transformer::truncate, "length"_a, "Drop committed tokens beyond `length`.")
+      .def("truncate", &Transformer::truncate, "length"_a,
+           "Drop committed tokens beyond `length` (with recurrent layers: a length `truncatable` gives).")
+      .def("truncatable", &Transformer::truncatable, "length"_a,
+           "The longest length <= `length` that truncate accepts: `length` itself unless a recurrent (gdn)\n"
+           "layer keeps no history there (it keeps the current length, the end of the last prefill and 0).")
       .def("reset", &Transformer::reset, "Forget every token.")
       .def_prop_ro("length", &Transformer::length, "Committed tokens.")
       .def_prop_ro("capacity", &Transformer::capacity, "Maximum tokens (max_context).")
@@ -314,6 +235,16 @@ EYAS_BINDINGS(model_transformer) {
       .def_prop_ro("state_bytes", &Transformer::state_bytes,
                    "Bytes a snapshot of every layer's state holds at the committed length (K/V rows for attention).")
       .def_prop_ro("layer_kinds", &Transformer::layer_kinds, "Kind of every layer in order: mixer, FFN per block.")
+      .def(
+          "layer_state",
+          [](Transformer& m, int index) {
+            nb::dict out;
+            for (auto& [name, t] : m.layer_state(index)) out[name.c_str()] = bind::to_numpy(t).attr("copy")();
+            return out;
+          },
+          "index"_a,
+          "Layer `index`'s (layer_kinds order) committed state as copies: gdn {'conv': F32[K-1, C] (oldest row\n"
+          "first), 'recurrent': F32[Hv, Dk, Dv]}; {} for kinds without a fixed-size state.")
       .def_prop_ro("aux_layers", &Transformer::aux_layers)
       .def_prop_ro("vocab_size", [](Transformer& m) { return m.spec().vocab_size; })
       .def_prop_ro("hidden_size", [](Transformer& m) { return m.spec().hidden_size; })

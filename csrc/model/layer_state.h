@@ -4,6 +4,8 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "core/encoder.h"
@@ -37,14 +39,20 @@ class LayerState {
   virtual void prepare(const ForwardPlan& plan) = 0;
   // Keeps the accepted path; any data movement is recorded on enc.
   virtual void commit(Encoder& enc, const CommitPlan& plan) = 0;
-  // Forgets committed rows [n, length); a kind that keeps no history may refuse n != length, 0.
+  // Forgets committed rows [n, length); a kind that keeps no history may refuse lengths other than
+  // those truncatable() gives.
   virtual void truncate(int length, int n) = 0;
+  // The longest length <= n that truncate(length, .) accepts: n for a kind that can drop any suffix.
+  virtual int truncatable(int length, int n) const { return n; }
   virtual void reset() = 0;
   // Bytes a snapshot of this state holds after `length` committed rows.
   virtual size_t bytes(int length) const = 0;
   // Whether its layer can run this sequence's rows beside other sequences' in one forward
   // (Layer::encode_segments); a kind that cannot is refused up front by Transformer::forward_batch.
   virtual bool batchable() const { return false; }
+  // The committed state as named views, for tests against other implementations; a kind whose state
+  // grows with the length (the K/V cache) lists none.
+  virtual std::vector<std::pair<std::string, Tensor>> committed() const { return {}; }
 };
 
 }  // namespace eyas::model

@@ -353,6 +353,13 @@ void Transformer::truncate(int n) {
   pending_ = 0;
 }
 
+int Transformer::truncatable(int n) const {
+  n = std::max(0, std::min(n, length_));
+  for (const Slot& l : layers_)
+    if (l.state) n = std::min(n, l.state->truncatable(length_, n));
+  return n;
+}
+
 void Transformer::reset() {
   std::lock_guard<std::mutex> lock(mutex_);
   for (Slot& l : layers_)
@@ -371,6 +378,13 @@ std::vector<std::string> Transformer::layer_kinds() const {
   std::vector<std::string> out;
   for (const Slot& l : layers_) out.push_back(l.kind);
   return out;
+}
+
+std::vector<std::pair<std::string, Tensor>> Transformer::layer_state(int index) const {
+  if (index < 0 || index >= int(layers_.size()))
+    fail("layer_state", "index " + std::to_string(index) + " outside [0, " + std::to_string(layers_.size()) + ")");
+  const Slot& l = layers_[size_t(index)];
+  return l.state ? l.state->committed() : std::vector<std::pair<std::string, Tensor>>{};
 }
 
 }  // namespace eyas::model

@@ -56,6 +56,9 @@ class Transformer {
   // nodes: indices into the last forward's rows (strictly increasing); keeps them at length..length+m.
   void commit(const std::vector<int32_t>& nodes);
   void truncate(int n);
+  // The longest length <= n (clamped to [0, length]) that truncate accepts: n unless a layer keeps no
+  // per-token history (gdn: the length, the end of the last prefill, or 0).
+  int truncatable(int n) const;
   void reset();
 
   int length() const { return length_; }
@@ -67,6 +70,8 @@ class Transformer {
   size_t state_bytes() const;
   // Kind of every layer in order (two per block: mixer, FFN).
   std::vector<std::string> layer_kinds() const;
+  // Layer `index`'s (in layer_kinds order) committed state as named views (LayerState::committed).
+  std::vector<std::pair<std::string, Tensor>> layer_state(int index) const;
   const ModelSpec& spec() const { return spec_; }
   const std::vector<int>& aux_layers() const { return aux_layers_; }
   Device& device() { return *device_; }

@@ -84,6 +84,20 @@ class TokenStream:
         return self._metrics() if self._metrics is not None else {}
 
 
+def reusable(target, proposer, cached: int) -> int:
+    """How many of `cached` leading prompt ids `stream` can keep on `target` (what a prompt cache reuses):
+    all unless the target has recurrent layers, which return to some lengths only (Transformer.truncatable);
+    speculative generation keeps one id less (its features start there)."""
+    if cached <= 0:
+        return 0
+    if proposer is None:
+        return target.truncatable(cached)
+    from eyas.speculative.generator import kept_positions
+
+    keep = kept_positions(target, proposer, cached)
+    return keep + 1 if keep > 0 else 0
+
+
 def stream(target, prompt_ids, sampling: SamplingParams, *, proposer=None, policy=None,
            prefill_chunk: int = 512, cached: int = 0) -> TokenStream:
     """Generate after `prompt_ids` until the caller stops iterating.
@@ -95,6 +109,7 @@ def stream(target, prompt_ids, sampling: SamplingParams, *, proposer=None, polic
     cached: prompt caching: how many leading prompt ids the target (and proposer) already hold from
     the previous generation on them; those are kept instead of prefilled again (same bits: the kernels
     are batch-invariant). The caller vouches that they are the ids it committed; 0 = start fresh.
+    `reusable` gives the most a target with recurrent layers can keep.
     """
     if not isinstance(sampling, SamplingParams):
         fail(f"sampling must be a SamplingParams, got {type(sampling).__name__}")

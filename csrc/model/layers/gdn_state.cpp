@@ -68,6 +68,14 @@ void GdnState::commit(Encoder& enc, const CommitPlan& plan) {
   if (causal_ && plan.identity && m == T_) {
     // Every row of a causal forward: its working pair is the new committed state.
     std::swap(conv_c_, conv_w_), std::swap(state_c_, state_w_);
+    if (m > 1) {
+      // A prefill: keep its end as the checkpoint. Host copies are safe here: the forward's encoder has
+      // completed and this path records nothing.
+      if (!conv_k_.defined()) conv_k_ = zeros(conv_c_.shape), state_k_ = zeros(state_c_.shape);
+      std::memcpy(conv_k_.data<float>(), conv_c_.data<float>(), conv_c_.nbytes());
+      std::memcpy(state_k_.data<float>(), state_c_.data<float>(), state_c_.nbytes());
+      kept_ = plan.length + m;
+    }
     return;
   }
   if (!keep_)
@@ -86,15 +94,27 @@ void GdnState::commit(Encoder& enc, const CommitPlan& plan) {
 
 void GdnState::truncate(int length, int n) {
   if (n == length) return;
-  if (n != 0)
-    fail("truncate", "a model with recurrent (gdn) layers keeps no history: truncate to 0 or to the length " +
-                         std::to_string(length) + ", not " + std::to_string(n));
-  reset();
+  if (n == 0) return reset();
+  if (n != kept_) {
+    const bool cp = kept_ > 0 && kept_ != length;
+    fail("truncate", "a model with recurrent (gdn) layers keeps no per-token history: truncate to 0" +
+                         std::string(cp ? ", " : " or ") + "to the length " + std::to_string(length) +
+                         (cp ? " or to the end of the last prefill " + std::to_string(kept_) : "") + ", not " +
+                         std::to_string(n) + " (Transformer.truncatable gives the longest allowed)");
+  }
+  std::memcpy(conv_c_.data<float>(), conv_k_.data<float>(), conv_c_.nbytes());
+  std::memcpy(state_c_.data<float>(), state_k_.data<float>(), state_c_.nbytes());
+}
+
+int GdnState::truncatable(int length, int n) const {
+  if (n >= length) return length;
+  return kept_ > 0 && kept_ <= n ? kept_ : 0;
 }
 
 void GdnState::reset() {
   std::memset(conv_c_.data<float>(), 0, conv_c_.nbytes());
   std::memset(state_c_.data<float>(), 0, state_c_.nbytes());
+  kept_ = -1;
 }
 
 size_t GdnState::bytes(int) const { return conv_c_.nbytes() + state_c_.nbytes(); }

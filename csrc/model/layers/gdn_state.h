@@ -28,10 +28,17 @@ class GdnState : public LayerState {
 
   void prepare(const ForwardPlan& plan) override;
   void commit(Encoder& enc, const CommitPlan& plan) override;
-  // The state keeps no history: only n == length or n == 0 (a reset).
+  // The state keeps no per-token history: truncate to the length, to 0 (a reset), or to the length at the
+  // end of the last causal forward of more than one row (a prefill), whose state is kept as a checkpoint
+  // so that a later prompt sharing that prefix (chat turns, prompt caching) need not recompute it.
   void truncate(int length, int n) override;
+  int truncatable(int length, int n) const override;
   void reset() override;
   size_t bytes(int length) const override;
+  // "conv": F32[K-1, C] the last K-1 conv inputs, oldest first; "recurrent": F32[Hv, Dk, Dv] in the spec's head order.
+  std::vector<std::pair<std::string, Tensor>> committed() const override {
+    return {{"conv", conv_c_}, {"recurrent", state_c_}};
+  }
 
   // What one chunk of the current forward reads and writes.
   struct ChunkIo {
@@ -52,6 +59,8 @@ class GdnState : public LayerState {
   Tensor A_, dt_bias_;
   Tensor conv_c_, state_c_;  // committed: F32[K-1, C], F32[Hv, Dk, Dv]
   Tensor conv_w_, state_w_;  // after the last causal forward's rows
+  Tensor conv_k_, state_k_;  // the checkpoint: the committed state at length kept_ (-1: none)
+  int kept_ = -1;
   int rows_ = 0;
   Tensor u_, qkv_, a_, b_, parents_;  // [rows_, ...]: the last forward's rows, when kept
   Tensor replay_o_;                   // F32[m, Hv*Dv]: discarded output of a replay

@@ -11,7 +11,7 @@ from eyas import models
 from eyas.loaders.dtypes import F32, to_f32
 from eyas.loaders.safetensors_mmap import read_safetensors
 from eyas.loaders.weights import normalize_vectors, validate
-from eyas.models.common import hf_name
+from eyas.models.common import hf_mtp_name, hf_name, keep_mtp_blocks
 
 
 def fail(msg: str) -> None:
@@ -44,13 +44,13 @@ def _split_rows(w: tuple, lo: int, hi: int) -> tuple:
     return (part if dt == F32 else part.reshape(E, -1), dt, [E, hi - lo, C])
 
 
-# Composite (vision-language) checkpoints: the text model's tensors under model.language_model.*,
-# plus a vision tower and multi-token-prediction heads that a causal LM does not use.
+# Composite (vision-language) checkpoints: the text model's tensors under model.language_model.*, plus a
+# vision tower that a causal LM does not use. Multi-token-prediction heads (mtp.*) follow the trunk's blocks.
 _TEXT_PREFIX = "model.language_model."
-_UNUSED_PREFIXES = ("model.visual.", "mtp.")
+_UNUSED_PREFIXES = ("model.visual.",)
 
 
-def map_weights(raw: dict, num_experts: int) -> dict:
+def map_weights(raw: dict, num_experts: int, num_layers: int) -> dict:
     weights: dict = {}
     experts: dict[str, dict[int, tuple]] = {}
     for name, w in raw.items():
@@ -58,6 +58,8 @@ def map_weights(raw: dict, num_experts: int) -> dict:
             continue
         if name.startswith(_TEXT_PREFIX):
             name = "model." + name[len(_TEXT_PREFIX):]
+        elif name.startswith("mtp."):
+            name = hf_mtp_name(name, num_layers) or name
         mapped = hf_name(name)
         if mapped is None:
             if name.endswith("rotary_emb.inv_freq"):
@@ -106,7 +108,8 @@ def load_hf(folder: str | Path):
             if name in raw:
                 fail(f"tensor {name!r} appears in more than one file")
             raw[name] = w
-    weights = map_weights(raw, (spec["moe"] or {}).get("num_experts", 0))
+    weights = map_weights(raw, (spec["moe"] or {}).get("num_experts", 0), spec["num_layers"])
+    spec["mtp_layers"] = keep_mtp_blocks(weights, spec["num_layers"])
     if "tie_word_embeddings" not in config:
         spec["tie_embeddings"] = "output" not in weights
     if spec["tie_embeddings"]:

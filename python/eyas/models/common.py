@@ -75,7 +75,6 @@ def base_spec(arch: str, **kw: Any) -> dict:
 def expected_tensors(spec: dict) -> tuple[dict[str, tuple[int, ...]], dict[str, tuple[int, ...]]]:
     """(required, optional) canonical tensor name -> logical shape for a spec."""
     V, H, L = spec["vocab_size"], spec["hidden_size"], spec["num_layers"]
-    I = spec["intermediate_size"]
     req = {"token_embd": (V, H), "output_norm": (H,)}
     opt: dict[str, tuple[int, ...]] = {}
     if not spec["tie_embeddings"]:
@@ -83,32 +82,60 @@ def expected_tensors(spec: dict) -> tuple[dict[str, tuple[int, ...]], dict[str, 
     moe = spec["moe"]
     layers = spec.get("layers") or layer_kinds(L, range(L) if moe else ())
     for i, kinds in enumerate(layers):
-        p = f"blk.{i}."
-        if kinds["mixer"] == "gdn":
-            req.update(_gdn_tensors(p, H, spec.get("gdn")))
-        elif kinds["mixer"] == "attention":
-            _attention_tensors(req, p, spec)
-        else:
-            fail(f"layer {i}: unknown mixer kind {kinds['mixer']!r}")
-        req[p + "ffn_norm"] = (H,)
-        if kinds["ffn"] == "dense_ffn":
-            req[p + "ffn_gate"] = (I, H)
-            req[p + "ffn_up"] = (I, H)
-            req[p + "ffn_down"] = (H, I)
-        elif kinds["ffn"] == "moe_ffn" and moe is not None:
-            E, Ie, Is = moe["num_experts"], moe["expert_intermediate_size"], moe["shared_expert_intermediate_size"]
-            req[p + "ffn_gate_inp"] = (E, H)
-            req[p + "ffn_gate_exps"] = (E, Ie, H)
-            req[p + "ffn_up_exps"] = (E, Ie, H)
-            req[p + "ffn_down_exps"] = (E, H, Ie)
-            if Is:
-                req[p + "ffn_gate_shexp"] = (Is, H)
-                req[p + "ffn_up_shexp"] = (Is, H)
-                req[p + "ffn_down_shexp"] = (H, Is)
-                (req if moe["shared_expert_gate"] else opt)[p + "ffn_gate_inp_shexp"] = (1, H)
-        else:
-            fail(f"layer {i}: unknown FFN kind {kinds['ffn']!r}" + (" (the spec has no 'moe')" if moe is None else ""))
+        _block_tensors(req, opt, i, kinds, spec)
+    for j, kinds in enumerate(spec.get("mtp_layers") or ()):
+        p = f"blk.{L + j}."
+        _block_tensors(req, opt, L + j, kinds, spec)
+        req.update({p + "nextn.eh_proj": (H, 2 * H), p + "nextn.enorm": (H,), p + "nextn.hnorm": (H,),
+                    p + "nextn.shared_head_norm": (H,)})
+        opt.update({p + "nextn.embed_tokens": (V, H), p + "nextn.shared_head_head": (V, H)})
     return req, opt
+
+
+def keep_mtp_blocks(weights: dict, num_layers: int) -> list[dict]:
+    """Kinds of the multi-token-prediction blocks after the trunk (blk.{L + j} holding nextn.eh_proj, as
+    llama.cpp's converter appends them): full attention, with a MoE FFN where the block has a router.
+    Drops the tensors of any later block (one without eh_proj, which no drafter here runs), in place."""
+    out: list[dict] = []
+    while f"blk.{num_layers + len(out)}.nextn.eh_proj" in weights:
+        b = num_layers + len(out)
+        out.append({"mixer": "attention", "ffn": "moe_ffn" if f"blk.{b}.ffn_gate_inp" in weights else "dense_ffn"})
+    end = num_layers + len(out)
+    for name in list(weights):
+        parts = name.split(".")
+        if parts[0] == "blk" and parts[1].isdigit() and int(parts[1]) >= end:
+            del weights[name]
+    return out
+
+
+def _block_tensors(req: dict, opt: dict, i: int, kinds: dict, spec: dict) -> None:
+    """Block i's mixer and FFN tensors."""
+    H, I, moe = spec["hidden_size"], spec["intermediate_size"], spec["moe"]
+    p = f"blk.{i}."
+    if kinds["mixer"] == "gdn":
+        req.update(_gdn_tensors(p, H, spec.get("gdn")))
+    elif kinds["mixer"] == "attention":
+        _attention_tensors(req, p, spec)
+    else:
+        fail(f"layer {i}: unknown mixer kind {kinds['mixer']!r}")
+    req[p + "ffn_norm"] = (H,)
+    if kinds["ffn"] == "dense_ffn":
+        req[p + "ffn_gate"] = (I, H)
+        req[p + "ffn_up"] = (I, H)
+        req[p + "ffn_down"] = (H, I)
+    elif kinds["ffn"] == "moe_ffn" and moe is not None:
+        E, Ie, Is = moe["num_experts"], moe["expert_intermediate_size"], moe["shared_expert_intermediate_size"]
+        req[p + "ffn_gate_inp"] = (E, H)
+        req[p + "ffn_gate_exps"] = (E, Ie, H)
+        req[p + "ffn_up_exps"] = (E, Ie, H)
+        req[p + "ffn_down_exps"] = (E, H, Ie)
+        if Is:
+            req[p + "ffn_gate_shexp"] = (Is, H)
+            req[p + "ffn_up_shexp"] = (Is, H)
+            req[p + "ffn_down_shexp"] = (H, Is)
+            (req if moe["shared_expert_gate"] else opt)[p + "ffn_gate_inp_shexp"] = (1, H)
+    else:
+        fail(f"layer {i}: unknown FFN kind {kinds['ffn']!r}" + (" (the spec has no 'moe')" if moe is None else ""))
 
 
 def _attention_tensors(req: dict, p: str, spec: dict) -> None:
@@ -158,11 +185,28 @@ _HF_LAYER = {
     "linear_attn.norm.weight": "ssm_norm", "linear_attn.out_proj.weight": "ssm_out",
     # Qwen3-Next's fused projections, split by models/qwen35.split_fused_gdn.
     "linear_attn.in_proj_qkvz.weight": "attn_qkvz", "linear_attn.in_proj_ba.weight": "ssm_ba",
+    # A multi-token-prediction block's input and output (hf_mtp_name; DeepSeek-V3 checkpoints' own names).
+    "eh_proj.weight": "nextn.eh_proj", "enorm.weight": "nextn.enorm", "hnorm.weight": "nextn.hnorm",
+    "shared_head.norm.weight": "nextn.shared_head_norm",
 }
+# Qwen3.5 / Qwen3-Next multi-token-prediction tensors outside mtp.layers.{j} -> their names in block num_layers.
+_HF_MTP = {"mtp.fc.weight": "eh_proj.weight", "mtp.pre_fc_norm_embedding.weight": "enorm.weight",
+           "mtp.pre_fc_norm_hidden.weight": "hnorm.weight", "mtp.norm.weight": "shared_head.norm.weight"}
+_HF_MTP_LAYER_RE = re.compile(r"^mtp\.layers\.(\d+)\.(.+)$")
 _HF_GLOBAL = {"model.embed_tokens.weight": "token_embd", "model.norm.weight": "output_norm", "lm_head.weight": "output"}
 _LAYER_RE = re.compile(r"^model\.layers\.(\d+)\.(.+)$")
 _EXPERT_RE = re.compile(r"^mlp\.experts\.(\d+)\.(gate|up|down)_proj\.weight$")
 _FUSED_EXPERT = {"mlp.experts.gate_up_proj": "gate_up", "mlp.experts.down_proj": "down"}
+
+
+def hf_mtp_name(name: str, num_layers: int) -> str | None:
+    """An HF multi-token-prediction tensor (mtp.*) renamed as llama.cpp's converter places it: MTP layer j
+    becomes block num_layers + j, fc and the norms around it eh_proj, enorm, hnorm, shared_head.norm of
+    block num_layers. None for a name outside that set."""
+    if name in _HF_MTP:
+        return f"model.layers.{num_layers}.{_HF_MTP[name]}"
+    m = _HF_MTP_LAYER_RE.match(name)
+    return f"model.layers.{num_layers + int(m.group(1))}.{m.group(2)}" if m else None
 
 
 def hf_name(name: str) -> tuple[str, int | None, str | None] | None:

@@ -14,15 +14,17 @@ from __future__ import annotations
 import numpy as np
 
 from eyas.models import base
-from eyas.models.common import fail, hf_int
+from eyas.models.common import fail, hf_int, keep_mtp_blocks
 
 HF_MODEL_TYPES = ("qwen3_5_text", "qwen3_5", "qwen3_5_moe_text", "qwen3_5_moe", "qwen3_next")
 GGUF_ARCHS = ("qwen35", "qwen35moe", "qwen3next")
 
 _F32 = 0  # the GGML type id of float32 weights (eyas.loaders.dtypes.F32; models sit below the loaders)
 
-# Norms stored as w with the model computing x * (1 + w); llama.cpp's converter stores 1 + w.
-_ONE_PLUS_W = ("attn_norm", "ffn_norm", "output_norm", "attn_q_norm", "attn_k_norm")
+# Norms stored as w with the model computing x * (1 + w); llama.cpp's converter stores 1 + w. The last
+# three are the multi-token-prediction block's (nextn.*).
+_ONE_PLUS_W = ("attn_norm", "ffn_norm", "output_norm", "attn_q_norm", "attn_k_norm", "enorm", "hnorm",
+               "shared_head_norm")
 
 
 def text_config(config: dict) -> dict:
@@ -114,14 +116,11 @@ def _gguf_mixers(meta: dict, k: str, L: int) -> list[str]:
     return _mixers(L, None, base.meta_int(meta, k + "full_attention_interval", 4))
 
 
-def _adapt_gguf_weights(weights: dict, L: int) -> None:
+def _adapt_gguf_weights(weights: dict) -> None:
     """llama.cpp's names -> the canonical ones, in place: post_attention_norm is the FFN's norm, the
-    shared-expert gate [H] is one row [1, H]; MTP blocks (blk.{L}.. appended by the converter) are dropped."""
+    shared-expert gate [H] is one row [1, H]."""
     for name in list(weights):
-        parts = name.split(".")
-        if parts[0] == "blk" and parts[1].isdigit() and int(parts[1]) >= L:
-            del weights[name]
-        elif name.endswith(".post_attention_norm"):
+        if name.endswith(".post_attention_norm"):
             weights[name[: -len("post_attention_norm")] + "ffn_norm"] = weights.pop(name)
         elif name.endswith(".ffn_gate_inp_shexp") and len(weights[name][2]) == 1:
             arr, dt, shape = weights[name]
@@ -134,7 +133,8 @@ def spec_from_gguf(meta: dict, weights: dict, gguf_arch: str) -> dict:
     L = base.meta_int(meta, k + "block_count") - base.meta_int(meta, k + "nextn_predict_layers", 0)
     if L < 1:
         fail(f"{k}block_count leaves no trunk layers")
-    _adapt_gguf_weights(weights, L)
+    mtp = keep_mtp_blocks(weights, L)
+    _adapt_gguf_weights(weights)
     nxt = gguf_arch == "qwen3next"
     is_moe = nxt or gguf_arch == "qwen35moe"
     moe = None
@@ -162,6 +162,7 @@ def spec_from_gguf(meta: dict, weights: dict, gguf_arch: str) -> dict:
     spec = base.from_gguf(meta, weights, gguf_arch, gguf_arch, "neox", qk_norm=True, qkv_bias=False, moe=moe,
                           layers=layers, gdn=gdn)
     spec["num_layers"] = L
+    spec["mtp_layers"] = mtp
     # Text positions are equal in all IMROPE streams, so rope.dimension_sections changes nothing here.
     spec["attn_output_gate"] = True
     first = next((i for i, b in enumerate(layers) if b["mixer"] == "attention"), None)

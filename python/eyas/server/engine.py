@@ -246,10 +246,10 @@ class Engine:
             job.emit("error", Cancelled())
             return
         try:
-            cached = slot.reusable(req.prompt_ids)
+            model = slot.model
+            cached = generation.reusable(model.transformer, model.proposer, slot.reusable(req.prompt_ids))
             slot.record = list(req.prompt_ids)
             slot.history = []  # until the generation ends, the caches are in flux
-            model = slot.model
             target = BatchedTarget(model.transformer, self.batcher)
             steps = generation.stream(target, req.prompt_ids, req.sampling, proposer=model.proposer,
                                       policy=self.tree, cached=cached)
@@ -323,12 +323,15 @@ class Engine:
         target = slot.model.transformer
         prompt = slot.job.request.prompt_ids
         seq = np.asarray(prompt + tokens, dtype=np.int32)
-        start = len(prompt) - 1  # the row that predicts tokens[0]
-        target.truncate(start)  # the prompt is committed: generation prefilled it
+        first = len(prompt) - 1  # the row that predicts tokens[0]
+        # The prompt is committed (generation prefilled it); a target with recurrent layers may have to
+        # go back further, to a length it keeps.
+        start = target.truncatable(first)
+        target.truncate(start)
         out = target.forward(seq[start:-1], logits="all")
         target.commit(np.arange(len(seq) - 1 - start, dtype=np.int32))
         slot.record = seq[:-1].tolist()
-        rows = np.asarray(out["logits"], dtype=np.float64)
+        rows = np.asarray(out["logits"], dtype=np.float64)[first - start:]
         rows = rows - rows.max(axis=1, keepdims=True)
         logp = rows - np.log(np.exp(rows).sum(axis=1, keepdims=True))
         entries = []

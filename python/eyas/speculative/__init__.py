@@ -11,6 +11,7 @@ from eyas.speculative.metrics import SpeculativeMetrics
 from eyas.speculative.policy import TreePolicy
 from eyas.speculative.proposer import PLAIN, Proposer, families, make_proposer, register_proposer
 from eyas.speculative.proposers.eagle3 import Eagle3Proposer
+from eyas.speculative.proposers.mtp import MtpProposer
 
-__all__ = ["SpeculativeGenerator", "choose_policy", "TreePolicy", "SpeculativeMetrics", "Proposer", "Eagle3Proposer", "PLAIN",
-           "families", "make_proposer", "register_proposer", "load_drafter", "bundled_drafter_for"]
+__all__ = ["SpeculativeGenerator", "choose_policy", "TreePolicy", "SpeculativeMetrics", "Proposer", "Eagle3Proposer",
+           "MtpProposer", "PLAIN", "families", "make_proposer", "register_proposer", "load_drafter", "bundled_drafter_for"]

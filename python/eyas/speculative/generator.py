@@ -27,6 +27,13 @@ def choose_policy(policy, proposer: Proposer) -> TreePolicy:
     return policy or proposer.policy or TreePolicy.auto()
 
 
+def kept_positions(target, proposer: Proposer, cached: int) -> int:
+    """Positions of a cached prompt that a speculative generation keeps. The proposer's pair p is (feature
+    of position p, token p + 1): it stays valid while token p + 1 is still a cached prompt id; the target
+    recomputes the features from there on. A target with recurrent layers returns to some lengths only."""
+    return target.truncatable(min(cached - 1, proposer.length)) if cached > 0 else 0
+
+
 class SpeculativeGenerator:
     """target: `_core.Transformer` built with the proposer's aux_layers; proposer: any `Proposer`."""
 
@@ -53,9 +60,7 @@ class SpeculativeGenerator:
         """sampling: `eyas.sampling.SamplingParams`; one rng serves the first token and every round.
         cached: leading prompt ids the target already holds (prompt caching, `eyas.generation.stream`)."""
         target, proposer = self.target, self.proposer
-        # The proposer's pair p is (feature of position p, token p + 1): it stays valid while token
-        # p + 1 is still a cached prompt id; the target recomputes the features from there on.
-        keep = min(cached - 1, proposer.length) if cached > 0 else 0
+        keep = kept_positions(target, proposer, cached)
         if keep > 0:
             target.truncate(keep)
             proposer.truncate(keep)
