@@ -274,3 +274,23 @@ def test_default_model_with_its_drafter_under_load_and_from_the_cache(engine_for
         assert got["tokens"] == fresh(new, ids, sampling, 16)
         assert got["speculative"]["num_drafts"] >= 1
     assert cached["cached_tokens"] > len(prompts[0]) and cached["tokens"] == fresh(new, turn2, sampling, 16)
+
+
+def test_draft_gate_makes_greedy_rounds_plain_and_leaves_sampling_alone(tiny, caching_family):
+    """The server's draft gate (drafts only while a request runs alone): closed, a greedy request
+    drafts nothing and still gives the plain tokens; a sampled request ignores it (its draws must not
+    depend on the load)."""
+    plain = api.load(tiny, drafter="none")
+    ids = plain.encode_prompt(PROMPTS[3])
+
+    def run(sampling, gate):  # a fresh model each time: the random drafts restart from their seed
+        model = api.load(tiny, drafter="x", drafter_family="caching")
+        steps = generation.stream(model.transformer, ids, sampling, proposer=model.proposer, policy="3,2,5",
+                                  draft_gate=gate)
+        return generation.Generation(steps, model.tokenizer, num_prompt_tokens=len(ids), max_tokens=12).consume()
+
+    greedy, seeded = SAMPLINGS
+    got = run(greedy, lambda: False)
+    assert got.tokens == fresh(plain, ids, greedy, 12) and got.metrics["num_draft_tokens"] == 0
+    got, ungated = run(seeded, lambda: False), run(seeded, None)  # sampled speculative: its own draws
+    assert got.tokens == ungated.tokens and got.metrics["num_draft_tokens"] == ungated.metrics["num_draft_tokens"] > 0

@@ -99,7 +99,7 @@ def reusable(target, proposer, cached: int) -> int:
 
 
 def stream(target, prompt_ids, sampling: SamplingParams, *, proposer=None, policy=None,
-           prefill_chunk: int = 512, cached: int = 0) -> TokenStream:
+           prefill_chunk: int = 512, cached: int = 0, draft_gate=None) -> TokenStream:
     """Generate after `prompt_ids` until the caller stops iterating.
 
     target: the `_core.Transformer` interface (its cache is reset first; built with the proposer's
@@ -110,6 +110,9 @@ def stream(target, prompt_ids, sampling: SamplingParams, *, proposer=None, polic
     the previous generation on them; those are kept instead of prefilled again (same bits: the kernels
     are batch-invariant). The caller vouches that they are the ids it committed; 0 = start fresh.
     `reusable` gives the most a target with recurrent layers can keep.
+    draft_gate: speculative greedy decoding only: a callable asked before each round; False makes the
+    round a plain step (the server: drafts do not pay while other requests share the forward). Sampled
+    generation ignores it, so a seed's draws never depend on it.
     """
     if not isinstance(sampling, SamplingParams):
         fail(f"sampling must be a SamplingParams, got {type(sampling).__name__}")
@@ -121,7 +124,7 @@ def stream(target, prompt_ids, sampling: SamplingParams, *, proposer=None, polic
         return TokenStream(plain_steps(target, prompt_ids, sampling, prefill_chunk=prefill_chunk, cached=cached))
     from eyas.speculative import SpeculativeGenerator
 
-    gen = SpeculativeGenerator(target, proposer, policy, prefill_chunk=prefill_chunk)
+    gen = SpeculativeGenerator(target, proposer, policy, prefill_chunk=prefill_chunk, draft_gate=draft_gate)
     return TokenStream(gen.steps(prompt_ids, sampling, cached=cached), gen.metrics)
 
 

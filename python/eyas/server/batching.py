@@ -47,6 +47,11 @@ class ForwardBatcher:
         self.batched_rows = 0
         self.widest = 0
 
+    @property
+    def sequences(self) -> int:
+        """Sequences generating now."""
+        return self._active
+
     def join(self) -> None:
         with self._cond:
             self._active += 1

@@ -221,6 +221,13 @@ class Engine:
                     threading.Thread(target=self._run, args=(slot,), name="eyas-sequence", daemon=True).start()
             self.metrics.active = self.active
 
+    def _drafts_pay(self) -> bool:
+        """Greedy requests draft only while they run alone: beside others, each request's drafter
+        forwards run on their own and its verify rows grow the shared batch, which costs more than the
+        drafts save (bench/bench_serve.py). Greedy output never depends on it; sampled requests keep
+        their drafts (their draws must not depend on the load)."""
+        return self.batcher.sequences <= 1
+
     def _run(self, slot: Slot) -> None:
         """A request's thread: its pieces until it ends; its forwards batch with the other threads'."""
         job = slot.job
@@ -252,7 +259,7 @@ class Engine:
             slot.history = []  # until the generation ends, the caches are in flux
             target = BatchedTarget(model.transformer, self.batcher)
             steps = generation.stream(target, req.prompt_ids, req.sampling, proposer=model.proposer,
-                                      policy=self.tree, cached=cached)
+                                      policy=self.tree, cached=cached, draft_gate=self._drafts_pay)
             slot.gen = Generation(_recording(steps, slot.record), self.tokenizer,
                                   num_prompt_tokens=len(req.prompt_ids), max_tokens=req.max_tokens, stop=req.stop,
                                   ignore_eos=req.ignore_eos)

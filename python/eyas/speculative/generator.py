@@ -38,7 +38,7 @@ class SpeculativeGenerator:
     """target: `_core.Transformer` built with the proposer's aux_layers; proposer: any `Proposer`."""
 
     def __init__(self, target, proposer: Proposer, policy: TreePolicy | str | None = None, *,
-                 prefill_chunk: int = 512):
+                 prefill_chunk: int = 512, draft_gate=None):
         self.policy = choose_policy(policy, proposer)
         aux = list(target.aux_layers)
         feats = list(proposer.feature_layers)
@@ -51,6 +51,8 @@ class SpeculativeGenerator:
         self.proposer = proposer
         self.n_features = len(feats)
         self.prefill_chunk = prefill_chunk
+        # Greedy only (generation.stream): asked before each round; False makes it a plain step.
+        self.draft_gate = draft_gate
         self.stats = SpeculativeMetrics()
 
     def metrics(self) -> dict:
@@ -96,14 +98,18 @@ class SpeculativeGenerator:
                     root = sampling.sample(out["logits"][-1], rng)
                     yield [root]
             policy = self.policy
-            depth = chooser.choose() if chooser else policy.depth
+            gated = greedy and self.draft_gate is not None and not self.draft_gate()
+            if gated:
+                depth = 0  # a plain step that the chooser neither schedules nor times
+            else:
+                depth = chooser.choose() if chooser else policy.depth
             if depth == 0:  # a plain step; the proposer ingests its pair before the next propose
                 t0 = time.perf_counter()
                 root = int(pending_tokens[-1])
                 features, tokens = self._plain_step(root, sampling, rng)
                 self.stats.verify_s += time.perf_counter() - t0
                 self.stats.observe(1, 0)
-                last = (0, 0, t0)
+                last = None if gated else (0, 0, t0)
                 pending_aux = np.concatenate([pending_aux, features])
                 pending_tokens = np.concatenate([pending_tokens, tokens]).astype(np.int32)
                 yield tokens.tolist()
