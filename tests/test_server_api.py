@@ -106,7 +106,8 @@ def test_models_health_metrics(server):
     assert httpx.get(server.url + "/health").json() == {"status": "ok"}
     text = httpx.get(server.url + "/metrics").text
     for name in ("eyas_requests_total", "eyas_generation_tokens_total", "eyas_queue_depth",
-                 "eyas_time_to_first_token_seconds_bucket", "eyas_accepted_tokens_per_round_bucket"):
+                 "eyas_time_to_first_token_seconds_bucket", "eyas_accepted_tokens_per_round_bucket",
+                 "eyas_batches_total", "eyas_batched_sequences_total", "eyas_batched_rows_total"):
         assert name in text
 
 

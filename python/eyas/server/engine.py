@@ -134,6 +134,7 @@ class Engine:
         self.metrics = metrics or ServerMetrics()
         self.slots = [Slot(model)] + [Slot(model.fork()) for _ in range(max_concurrency - 1)]
         self.batcher = ForwardBatcher(model.transformer)
+        self.metrics.batcher = self.batcher
         self._waiting: collections.deque[Job] = collections.deque()
         self._cond = threading.Condition()
         self._stopping = False

@@ -52,6 +52,7 @@ class ServerMetrics:
         self.failed = 0
         self.queue_depth = 0
         self.active = 0
+        self.batcher = None  # the engine's ForwardBatcher: its batch counters are rendered too
         self.ttft = Histogram(TTFT_BUCKETS)
         self.accepted = Histogram(ACCEPTED_BUCKETS)
 
@@ -78,6 +79,15 @@ class ServerMetrics:
                 if at_least[d] - at_least[d + 1]:
                     self.accepted.observe(d, at_least[d] - at_least[d + 1])
 
+    def _batch_rows(self) -> list[tuple]:
+        b = self.batcher
+        if b is None:
+            return []
+        return [("eyas_batches_total", "counter", b.batches, "Batched forwards run (continuous batching)."),
+                ("eyas_batched_sequences_total", "counter", b.batched_forwards,
+                 "Sequence forwards that ran in a batch; divided by eyas_batches_total: the mean batch width."),
+                ("eyas_batched_rows_total", "counter", b.batched_rows, "Token rows that ran in batches.")]
+
     def render(self) -> str:
         with self._lock:
             out = ["# HELP eyas_requests_total HTTP requests by endpoint and status code.",
@@ -96,6 +106,7 @@ class ServerMetrics:
                 ("eyas_requests_failed_total", "counter", self.failed, "Generations that raised an error."),
                 ("eyas_queue_depth", "gauge", self.queue_depth, "Requests waiting for a slot."),
                 ("eyas_requests_running", "gauge", self.active, "Requests generating now."),
+                *self._batch_rows(),
             ):
                 out += [f"# HELP {name} {help_}", f"# TYPE {name} {kind}", f"{name} {value}"]
             out += ["# HELP eyas_time_to_first_token_seconds Submission to the first text piece.",
