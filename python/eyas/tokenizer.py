@@ -145,9 +145,12 @@ def _read(path: Path) -> dict:
     if not path.is_file():
         return {}
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except ValueError as e:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, RecursionError) as e:
         fail(f"{path.name} is not valid JSON ({e})")
+    if not isinstance(value, dict):
+        fail(f"{path.name} must be a JSON object, got {type(value).__name__}")
+    return value
 
 
 class IncrementalDecoder:

@@ -20,9 +20,12 @@ def fail(msg: str) -> None:
 
 def read_json(path: Path) -> dict:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except ValueError as e:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, RecursionError) as e:
         fail(f"{path.name} is not valid JSON ({e})")
+    if not isinstance(value, dict):
+        fail(f"{path.name} must be a JSON object, got {type(value).__name__}")
+    return value
 
 
 def _stack(name: str, parts: list) -> tuple:
