@@ -61,6 +61,10 @@ class Tokenizer:
         """Token ids of `text`; special tokens written in the text (e.g. <|im_start|>) are parsed."""
         if not isinstance(text, str):
             fail(f"encode expects a str, got {type(text).__name__}")
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as e:  # lone surrogates: a str that is not Unicode text
+            fail(f"the text is not valid Unicode ({e.reason} at character {e.start})")
         ids = self._tk.encode(text, add_special_tokens=False).ids
         if (self.add_bos if add_bos is None else add_bos) and self.bos_id is not None:
             ids = [self.bos_id, *ids]
