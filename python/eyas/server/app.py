@@ -15,6 +15,7 @@ import time
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, StreamingResponse
+from starlette.requests import ClientDisconnect
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from eyas.server import protocol
@@ -85,10 +86,13 @@ def create_app(engine: Engine, *, model_id: str, api_key: str | None = None,
         if declared is not None and declared.isdigit() and int(declared) > max_body_bytes:
             raise ApiError(413, f"request body over {max_body_bytes} bytes", code="request_too_large")
         raw = bytearray()
-        async for chunk in request.stream():  # chunked bodies declare no length: count as they come
-            raw += chunk
-            if len(raw) > max_body_bytes:
-                raise ApiError(413, f"request body over {max_body_bytes} bytes", code="request_too_large")
+        try:
+            async for chunk in request.stream():  # chunked bodies declare no length: count as they come
+                raw += chunk
+                if len(raw) > max_body_bytes:
+                    raise ApiError(413, f"request body over {max_body_bytes} bytes", code="request_too_large")
+        except ClientDisconnect:  # hung up mid-body: nobody reads the answer (499, as nginx counts it)
+            raise ApiError(499, "client disconnected while sending the body") from None
         try:
             body = json.loads(raw)
         except (ValueError, RecursionError):
