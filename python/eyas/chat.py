@@ -99,8 +99,9 @@ class ChatTemplate:
                     _raise(f"the rendered prompt is over {MAX_BUILT} characters")
                 pieces.append(piece)
             return "".join(pieces)
-        except (jinja2.TemplateError, OverflowError, RecursionError, MemoryError) as e:
-            # OverflowError: the sandbox's range() limit; RecursionError: a macro calling itself
+        except (jinja2.TemplateError, ArithmeticError, TypeError, LookupError, RecursionError, MemoryError) as e:
+            # the template's own code failing: 'a' + 1, 1 / 0, tojson of undefined, the sandbox's
+            # range() limit (OverflowError), a macro calling itself
             fail(f"template failed to render: {type(e).__name__}: {e}")
 
     def encode(self, tokenizer, messages) -> list[int]:

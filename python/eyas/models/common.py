@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from typing import Any
@@ -28,6 +29,23 @@ def bounded(key: str, v: int) -> int:
     if v > limit:
         fail(f"{key} = {v} is over the limit of {limit} (corrupt or hostile file?)")
     return v
+
+
+def config_reader(where: str, fail=fail):
+    """Decorates a function that reads a config or metadata dict: a field that is missing or of the
+    wrong type deep inside (KeyError, TypeError, a division by a zero size...) becomes a ValueError
+    naming `where`."""
+
+    def wrap(fn):
+        @functools.wraps(fn)
+        def read(*args, **kwargs):
+            try:
+                return fn(*args, **kwargs)
+            except (KeyError, TypeError, AttributeError, IndexError, ZeroDivisionError, OverflowError) as e:
+                fail(f"{where}: a field is missing, zero or of the wrong type ({type(e).__name__}: {e})")
+        return read
+
+    return wrap
 
 
 def positive_float(key: str, v: Any, *, allow_zero: bool = False) -> float:
