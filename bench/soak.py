@@ -186,7 +186,9 @@ def main() -> int:
     ap.add_argument("--requests", type=int, default=1000)
     ap.add_argument("--tiny", action="store_true", help="a random tiny model and drafter instead of the default model")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--phases", default="generations,threads,server", help="which phases to run, comma-separated")
     args = ap.parse_args()
+    phases = set(args.phases.split(","))
     rng = random.Random(args.seed)
     with tempfile.TemporaryDirectory() as tmp:
         if args.tiny:
@@ -195,9 +197,12 @@ def main() -> int:
             from eyas.models.default import default_model_path
 
             target, drafter = str(default_model_path()), "default"
-        ok = soak_generations(target, drafter, args.generations, rng)
-        ok &= soak_threads(target, drafter)
-        if args.requests:
+        ok = True
+        if "generations" in phases:
+            ok &= soak_generations(target, drafter, args.generations, rng)
+        if "threads" in phases:
+            ok &= soak_threads(target, drafter)
+        if "server" in phases:
             ok &= soak_server(target, drafter, args.requests, rng)
     print("soak: ok" if ok else "soak: FAILED", flush=True)
     return 0 if ok else 1

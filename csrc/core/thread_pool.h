@@ -23,6 +23,7 @@ class ThreadPool {
 
   int num_threads() const { return num_threads_; }
   // Runs fn(tid, nth) on every thread (the caller is tid 0) and returns when all are done.
+  // Callers on several threads (two models' forwards, each with the GIL released) take turns.
   void run(const std::function<void(int tid, int nth)>& fn);
 
   // Splits [0, n) into nth contiguous chunks aligned to `grain`; returns [begin, end) of tid.
@@ -39,6 +40,7 @@ class ThreadPool {
   std::atomic<int> pending_{0};       // shares not yet finished
   std::atomic<bool> stop_{false};
   std::mutex mutex_;
+  std::recursive_mutex run_mutex_;  // one job at a time: the job state below is shared
   std::condition_variable wake_;
   std::atomic<int> sleepers_{0};
   std::atomic<uint64_t> claim_{0};  // (generation << 32) | next share to claim
