@@ -47,7 +47,9 @@ def tensors(f: GGUFFile) -> dict:
     return out
 
 
+@config_reader("GGUF metadata")
 def spec_from_metadata(meta: dict, weights: dict, arch):
+    """The architecture's spec; a missing or mistyped metadata field is a ValueError."""
     return models.for_gguf(arch).spec_from_gguf(meta, weights, arch)
 
 
@@ -58,7 +60,7 @@ def load_gguf(path: str | Path):
     weights = tensors(f)
     meta = f.fields
     arch = meta.get("general.architecture")
-    spec = config_reader(f"{path.name}: GGUF metadata")(spec_from_metadata)(meta, weights, arch)
+    spec = spec_from_metadata(meta, weights, arch)
     normalize_vectors(weights)
     validate(spec, weights, path.name)
     return spec, weights, meta, f
