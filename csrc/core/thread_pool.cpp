@@ -50,7 +50,7 @@ void ThreadPool::run(const std::function<void(int, int)>& fn) {
     fn(0, 1);
     return;
   }
-  std::lock_guard<std::mutex> turn(run_mutex_);
+  std::lock_guard<std::recursive_mutex> turn(run_mutex_);
   job_.store(&fn, std::memory_order_relaxed);
   pending_.store(num_threads_, std::memory_order_relaxed);
   uint64_t gen;

@@ -40,7 +40,7 @@ class ThreadPool {
   std::atomic<int> pending_{0};       // shares not yet finished
   std::atomic<bool> stop_{false};
   std::mutex mutex_;
-  std::mutex run_mutex_;  // one job in flight: its shares and counters are the pool's only state
+  std::recursive_mutex run_mutex_;  // one job in flight: its shares and counters are the pool's only state
   std::condition_variable wake_;
   std::atomic<int> sleepers_{0};
   std::atomic<uint64_t> claim_{0};  // (generation << 32) | next share to claim

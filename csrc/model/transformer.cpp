@@ -1,6 +1,7 @@
 #include "model/transformer.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "model/layers/registry.h"
@@ -197,7 +198,12 @@ ForwardResult Transformer::forward(const ForwardInput& in) {
     }
     enc.commit();
   }
-  if (in.logits == LogitsMode::Argmax) r.argmax = s_.last_argmax.data<int32_t>()[0];
+  if (in.logits == LogitsMode::Argmax) {
+    r.argmax = s_.last_argmax.data<int32_t>()[0];
+    // argmax of an all-NaN row is 0, often an end-of-text id: fail instead of ending the text silently
+    if (std::isnan(s_.last_logits.data<float>()[r.argmax]))
+      fail(kOp, "the logits are NaN (NaN or Inf in the model's weights?)");
+  }
   pending_ = T;
   return r;
 }

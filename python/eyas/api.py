@@ -30,7 +30,11 @@ def make_transformer(spec: dict, weights: dict, *, max_context: int, aux_layers:
 
     if not hasattr(_core, "Transformer"):
         raise RuntimeError("[load] this eyas build has no _core.Transformer (runtime not built)")
-    return _core.Transformer(spec, weights, max_context=max_context, aux_layers=aux_layers, kv_dtype=kv_dtype)
+    try:
+        return _core.Transformer(spec, weights, max_context=max_context, aux_layers=aux_layers, kv_dtype=kv_dtype)
+    except MemoryError:
+        raise ValueError(f"[load] not enough memory for a KV cache of max_context={max_context} tokens; "
+                         "load with a smaller max_context") from None
 
 
 DEFAULT_DRAFTER_FAMILY = "eagle3"
@@ -198,8 +202,8 @@ def load(model: str | Path | None = None, *, drafter="default", drafter_family: 
         from eyas import _core
 
         _core.set_num_threads(threads)
-    if not isinstance(max_context, int) or isinstance(max_context, bool) or max_context < 2:
-        fail(f"max_context must be an integer >= 2, got {max_context!r}")
+    if not isinstance(max_context, int) or isinstance(max_context, bool) or not 2 <= max_context < 2**31:
+        fail(f"max_context must be an integer in [2, 2**31), got {max_context!r}")
     if model is None:
         from eyas.models.default import default_model_path
 

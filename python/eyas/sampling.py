@@ -24,10 +24,11 @@ class SamplingParams:
             fail(f"temperature must be a finite number >= 0, got {t!r}")
         if not isinstance(p, (int, float)) or isinstance(p, bool) or not 0 < p <= 1:
             fail(f"top_p must be in (0, 1], got {p!r}")
-        if not isinstance(k, int) or isinstance(k, bool) or k < 0:
-            fail(f"top_k must be an integer >= 0, got {k!r}")
-        if self.seed is not None and (not isinstance(self.seed, int) or isinstance(self.seed, bool) or self.seed < 0):
-            fail(f"seed must be a non-negative integer or None, got {self.seed!r}")
+        if not isinstance(k, int) or isinstance(k, bool) or not 0 <= k < 2**31:
+            fail(f"top_k must be an integer in [0, 2**31), got {k!r}")
+        s = self.seed
+        if s is not None and (not isinstance(s, int) or isinstance(s, bool) or not 0 <= s < 2**64):
+            fail(f"seed must be an integer in [0, 2**64) or None, got {s!r}")
 
     @property
     def greedy(self) -> bool:

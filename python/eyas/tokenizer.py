@@ -43,6 +43,9 @@ class Tokenizer:
         self.bos_id = bos_id
         self.eos_ids = list(dict.fromkeys(eos_ids))
         self.add_bos = add_bos
+        for name, i in [("bos", bos_id), *(("eos", e) for e in self.eos_ids)]:
+            if i is not None and not 0 <= i < self.vocab_size:
+                fail(f"{name} token id {i} is outside the vocabulary of {self.vocab_size} tokens")
 
     @property
     def vocab_size(self) -> int:
@@ -58,6 +61,10 @@ class Tokenizer:
         """Token ids of `text`; special tokens written in the text (e.g. <|im_start|>) are parsed."""
         if not isinstance(text, str):
             fail(f"encode expects a str, got {type(text).__name__}")
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as e:  # lone surrogates: a str that is not Unicode text
+            fail(f"the text is not valid Unicode ({e.reason} at character {e.start})")
         ids = self._tk.encode(text, add_special_tokens=False).ids
         if (self.add_bos if add_bos is None else add_bos) and self.bos_id is not None:
             ids = [self.bos_id, *ids]
@@ -83,16 +90,23 @@ class Tokenizer:
             vocab.setdefault(t, i)
         pairs = []
         for m in merges:
+            if not isinstance(m, str):
+                fail(f"tokenizer.ggml.merges must be strings, got {type(m).__name__}")
             a, sep, b = m.partition(" ")
             if not sep:
                 fail(f"malformed merge {m!r}")
             pairs.append((a, b))
-        tk = _HFTokenizer(models.BPE(vocab=vocab, merges=pairs, fuse_unk=False, ignore_merges=False))
+        try:
+            tk = _HFTokenizer(models.BPE(vocab=vocab, merges=pairs, fuse_unk=False, ignore_merges=False))
+        except Exception as e:  # the Rust side raises its own exception type (e.g. a merge of unknown tokens)
+            fail(f"GGUF vocabulary and merges do not make a BPE tokenizer ({e})")
         splits = [pre_tokenizers.Split(Regex(r), behavior="isolated") for r in PRE_TOKENIZERS[pre]]
         tk.pre_tokenizer = pre_tokenizers.Sequence(
             [*splits, pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
         tk.decoder = decoders.ByteLevel()
         types = list(token_types) if token_types is not None else [NORMAL] * len(tokens)
+        if len(types) != len(tokens):
+            fail(f"tokenizer.ggml.token_type has {len(types)} entries for {len(tokens)} tokens")
         added = [AddedToken(tokens[i], special=(ty == CONTROL), normalized=False)
                  for i, ty in enumerate(types) if ty in (CONTROL, USER_DEFINED)]
         if added:
@@ -135,9 +149,12 @@ def _read(path: Path) -> dict:
     if not path.is_file():
         return {}
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except ValueError as e:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, RecursionError) as e:
         fail(f"{path.name} is not valid JSON ({e})")
+    if not isinstance(value, dict):
+        fail(f"{path.name} must be a JSON object, got {type(value).__name__}")
+    return value
 
 
 class IncrementalDecoder:

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from eyas.drafters.checkpoint import Tensor, fail, read_checkpoint
-from eyas.models.common import rope_inv_freq
+from eyas.models.common import config_reader, rope_inv_freq
 
 # Checkpoint name (after the layer prefix) -> canonical drafter tensor name.
 _LAYER = {
@@ -64,6 +64,7 @@ def _int(cfg: dict, key: str, default=None, where="config.json") -> int:
     return v
 
 
+@config_reader("drafter config.json", fail)
 def parse_config(config: dict) -> DrafterConfig:
     archs = config.get("architectures") or []
     speculators = config.get("speculators_model_type") == "eagle3" or "Eagle3Speculator" in archs

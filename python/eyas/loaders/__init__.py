@@ -45,9 +45,10 @@ def _load_gguf(path: Path) -> LoadedModel:
 
     spec, weights, meta, owner = g.load_gguf(path)
     tokens = meta.get("tokenizer.ggml.tokens")
-    if not isinstance(tokens, list):
-        raise ValueError(f"[gguf] {path.name}: no tokenizer.ggml.tokens (a tokenizer is required)")
+    if not isinstance(tokens, list) or not all(isinstance(t, str) for t in tokens):
+        raise ValueError(f"[gguf] {path.name}: no tokenizer.ggml.tokens list of strings (a tokenizer is required)")
     tok = Tokenizer.from_gguf(meta, tokens, meta.get("tokenizer.ggml.token_type"), meta.get("tokenizer.ggml.merges"))
+    check_vocab(tok, spec, path.name)
     template = None
     if meta.get("tokenizer.chat_template"):
         template = ChatTemplate(meta["tokenizer.chat_template"],
@@ -55,6 +56,13 @@ def _load_gguf(path: Path) -> LoadedModel:
                                 eos_token=_tok_text(tokens, meta.get("tokenizer.ggml.eos_token_id")))
     ctx, theta = spec.pop("context_length", 0), spec.pop("rope_theta")
     return LoadedModel(path, "gguf", spec, weights, tok, template, ctx, theta, owner, recommended.from_gguf(meta))
+
+
+def check_vocab(tok: Tokenizer, spec: dict, source: str) -> None:
+    """The tokenizer must not produce ids the model has no embedding row for."""
+    if tok.vocab_size > spec["vocab_size"]:
+        raise ValueError(f"[load] {source}: the tokenizer's vocabulary ({tok.vocab_size} tokens) is larger than "
+                         f"the model's ({spec['vocab_size']} embedding rows)")
 
 
 def _tok_text(tokens: list[str], i) -> str:
@@ -66,6 +74,7 @@ def _load_hf(path: Path) -> LoadedModel:
 
     spec, weights, config = hf.load_hf(path)
     tok = Tokenizer.from_hf_folder(path, config)
+    check_vocab(tok, spec, path.name)
     tcfg = hf.read_json(path / "tokenizer_config.json") if (path / "tokenizer_config.json").is_file() else {}
     source = tcfg.get("chat_template")
     if isinstance(source, list):  # named templates: take the default one

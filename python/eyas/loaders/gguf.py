@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from eyas import models
+from eyas.models.common import config_reader
 from eyas.loaders.gguf_file import GGUFError, GGUFFile
 from eyas.loaders.dtypes import F32, SUPPORTED, nbytes_of, type_name
 from eyas.loaders.weights import normalize_vectors, validate
@@ -46,6 +47,12 @@ def tensors(f: GGUFFile) -> dict:
     return out
 
 
+@config_reader("GGUF metadata")
+def spec_from_metadata(meta: dict, weights: dict, arch):
+    """The architecture's spec; a missing or mistyped metadata field is a ValueError."""
+    return models.for_gguf(arch).spec_from_gguf(meta, weights, arch)
+
+
 def load_gguf(path: str | Path):
     """Read a GGUF file into (spec, weights, metadata, file); the file object owns the memory map."""
     path = Path(path)
@@ -53,8 +60,7 @@ def load_gguf(path: str | Path):
     weights = tensors(f)
     meta = f.fields
     arch = meta.get("general.architecture")
-    module = models.for_gguf(arch)
-    spec = module.spec_from_gguf(meta, weights, arch)
+    spec = spec_from_metadata(meta, weights, arch)
     normalize_vectors(weights)
     validate(spec, weights, path.name)
     return spec, weights, meta, f

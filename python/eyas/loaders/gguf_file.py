@@ -15,6 +15,9 @@ _SCALARS = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<
 _NUMPY = {0: np.uint8, 1: np.int8, 2: np.uint16, 3: np.int16, 4: np.uint32, 5: np.int32, 6: np.float32, 7: np.bool_,
           10: np.uint64, 11: np.int64, 12: np.float64}
 STRING, ARRAY = 8, 9
+# Arrays of arrays deeper than this are refused: llama.cpp writes none, and a file could nest them
+# until Python's recursion limit.
+MAX_ARRAY_NESTING = 8
 
 
 class GGUFError(ValueError):
@@ -56,7 +59,13 @@ class GGUFFile:
                 raise GGUFError(f"tensor {name!r} has {n_dims} dimensions")
             dims = [self._scalar(10) for _ in range(n_dims)]
             self.tensors.append(TensorInfo(name, dims, self._scalar(4), self._scalar(10)))
-        align = int(self.fields.get("general.alignment", 32))
+        names = [t.name for t in self.tensors]
+        if len(set(names)) != len(names):
+            dup = next(n for n in names if names.count(n) > 1)
+            raise GGUFError(f"tensor {dup!r} is listed more than once")
+        align = self.fields.get("general.alignment", 32)
+        if not isinstance(align, int) or isinstance(align, bool) or align < 1 or align & (align - 1):
+            raise GGUFError(f"general.alignment must be a power of two, got {align!r}")
         self.data_offset = (self._pos + align - 1) // align * align
 
     def _take(self, n: int) -> memoryview:
@@ -74,7 +83,7 @@ class GGUFFile:
         n = self._scalar(10)
         return bytes(self._take(n)).decode("utf-8", errors="replace")
 
-    def _value(self, t: int):
+    def _value(self, t: int, depth: int = 0):
         if t in _SCALARS:
             return self._scalar(t)
         if t == STRING:
@@ -86,7 +95,9 @@ class GGUFFile:
                 return np.frombuffer(self._take(n * size), dtype=_NUMPY[et]).copy()
             if et == STRING:
                 return self._strings(n)
-            return [self._value(et) for _ in range(n)]
+            if et == ARRAY and depth >= MAX_ARRAY_NESTING:
+                raise GGUFError(f"arrays nest deeper than {MAX_ARRAY_NESTING} levels at byte {self._pos}")
+            return [self._value(et, depth + 1) for _ in range(n)]
         raise GGUFError(f"unknown metadata value type {t} at byte {self._pos}")
 
     def _strings(self, n: int) -> list[str]:

@@ -11,7 +11,7 @@ from eyas import models
 from eyas.loaders.dtypes import F32, to_f32
 from eyas.loaders.safetensors_mmap import read_safetensors
 from eyas.loaders.weights import normalize_vectors, validate
-from eyas.models.common import hf_mtp_name, hf_name, keep_mtp_blocks
+from eyas.models.common import config_reader, hf_mtp_name, hf_name, keep_mtp_blocks
 
 
 def fail(msg: str) -> None:
@@ -20,9 +20,12 @@ def fail(msg: str) -> None:
 
 def read_json(path: Path) -> dict:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except ValueError as e:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, RecursionError) as e:
         fail(f"{path.name} is not valid JSON ({e})")
+    if not isinstance(value, dict):
+        fail(f"{path.name} must be a JSON object, got {type(value).__name__}")
+    return value
 
 
 def _stack(name: str, parts: list) -> tuple:
@@ -90,6 +93,13 @@ def _as_f32(w: tuple, shape, fn=None) -> tuple:
     return (np.ascontiguousarray(arr), F32, list(shape))
 
 
+@config_reader("config.json")
+def spec_from_config(config: dict):
+    """(architecture module, spec) of an HF config.json."""
+    module = models.for_hf(config.get("model_type"))
+    return module, module.spec_from_hf(config)
+
+
 def load_hf(folder: str | Path):
     """Read an HF folder into (spec, weights, config, keepalive)."""
     folder = Path(folder)
@@ -97,8 +107,7 @@ def load_hf(folder: str | Path):
     if not cfg_path.is_file():
         fail(f"{folder}: no config.json (expected a Hugging Face model folder or a .gguf file)")
     config = read_json(cfg_path)
-    module = models.for_hf(config.get("model_type"))
-    spec = module.spec_from_hf(config)
+    module, spec = spec_from_config(config)
     files = sorted(folder.glob("*.safetensors"))
     if not files:
         fail(f"{folder}: no *.safetensors files")

@@ -7,6 +7,7 @@ Model folders and drafter checkpoints both read their files here.
 from __future__ import annotations
 
 import json
+import math
 import os
 from pathlib import Path
 
@@ -61,18 +62,20 @@ def read_tensors(path: str | Path, op: str = "safetensors") -> dict[str, Tensor]
         fail(f"header of {n} bytes runs past the end of the {size}-byte file (truncated?)")
     try:
         header = json.loads(bytes(mm[8 : 8 + n]))
-    except ValueError as e:
-        fail(f"header is not valid JSON ({e})")
+    except (ValueError, RecursionError) as e:
+        fail(f"header is not valid JSON ({type(e).__name__}: {e})")
+    if not isinstance(header, dict):
+        fail(f"header must be a JSON object, got {type(header).__name__}")
     base = 8 + n
     out = {}
     for name, info in header.items():
         if name == "__metadata__":
             continue
-        dtype, shape, (begin, end) = info.get("dtype"), [int(d) for d in info.get("shape", [])], info["data_offsets"]
+        dtype, shape, (begin, end) = _entry(name, info, fail)
         if dtype not in NUMPY:
             fail(f"tensor {name!r} has unsupported dtype {dtype!r}")
         item = np.dtype(NUMPY[dtype]).itemsize
-        if end - begin != int(np.prod(shape, dtype=np.int64)) * item:
+        if end - begin != math.prod(shape) * item:  # Python ints: a lying shape cannot overflow
             fail(f"tensor {name!r}: {end - begin} bytes do not match {dtype}{shape}")
         if base + end > size:
             fail(f"tensor {name!r} runs past the end of the file (truncated?)")
@@ -81,6 +84,23 @@ def read_tensors(path: str | Path, op: str = "safetensors") -> dict[str, Tensor]
             raw = np.frombuffer(raw.tobytes(), np.uint8)
         out[name] = Tensor(raw, dtype, shape, op)
     return out
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _entry(name: str, info, fail) -> tuple:
+    """(dtype, shape, (begin, end)) of one header entry, each checked for type and sign."""
+    if not isinstance(info, dict):
+        fail(f"tensor {name!r}: its header entry must be an object, got {type(info).__name__}")
+    shape, offsets = info.get("shape", []), info.get("data_offsets")
+    if not isinstance(shape, list) or not all(_is_int(d) and d >= 0 for d in shape):
+        fail(f"tensor {name!r}: shape must be a list of non-negative integers, got {shape!r}")
+    if (not isinstance(offsets, list) or len(offsets) != 2 or not all(_is_int(o) for o in offsets)
+            or not 0 <= offsets[0] <= offsets[1]):
+        fail(f"tensor {name!r}: data_offsets must be [begin, end] with 0 <= begin <= end, got {offsets!r}")
+    return info.get("dtype"), shape, tuple(offsets)
 
 
 def read_safetensors(path: str | Path) -> dict:

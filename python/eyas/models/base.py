@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from eyas.models.common import base_spec, fail, hf_int, hf_rope, rope_inv_freq
+from eyas.models.common import base_spec, bounded, fail, hf_int, hf_rope, positive_float, rope_inv_freq
 
 
 def from_hf(config: dict, arch: str, **flags: Any) -> dict:
@@ -26,7 +26,8 @@ def from_hf(config: dict, arch: str, **flags: Any) -> dict:
         vocab_size=hf_int(config, "vocab_size"), hidden_size=H, num_layers=hf_int(config, "num_hidden_layers"),
         num_heads=Hq, num_kv_heads=Hkv, head_dim=int(D),
         intermediate_size=int(config.get("intermediate_size") or 0),
-        rms_eps=float(config.get("rms_norm_eps", 1e-6)), rope_style="neox", rot_dim=rot_dim,
+        rms_eps=positive_float("rms_norm_eps", config.get("rms_norm_eps", 1e-6), allow_zero=True),
+        rope_style="neox", rot_dim=rot_dim,
         tie_embeddings=bool(config.get("tie_word_embeddings", False)),
         attn_output_gate=bool(config.get("attn_output_gate", False)),
         **flags,
@@ -43,13 +44,21 @@ def meta_int(meta: dict, key: str, default: Any = None) -> int:
         fail(f"GGUF metadata key {key!r} is missing")
     if isinstance(v, (list, np.ndarray)):
         fail(f"GGUF metadata key {key!r}: per-layer values are not supported")
-    return int(v)
+    if not isinstance(v, (int, np.integer)) or isinstance(v, bool):
+        fail(f"GGUF metadata key {key!r} must be an integer, got {v!r}")
+    return bounded(key, int(v))
+
+
+def meta_float(meta: dict, key: str, default: float, *, allow_zero: bool = False) -> float:
+    return positive_float(f"GGUF metadata key {key!r}", meta.get(key, default), allow_zero=allow_zero)
 
 
 def from_gguf(meta: dict, weights: dict, gguf_arch: str, arch: str, rope_style: str, **flags: Any) -> dict:
     k = gguf_arch + "."
     H = meta_int(meta, k + "embedding_length")
     Hq = meta_int(meta, k + "attention.head_count")
+    if Hq < 1:
+        fail(f"GGUF metadata key {k + 'attention.head_count'!r} must be positive, got {Hq}")
     Hkv = meta_int(meta, k + "attention.head_count_kv", Hq)
     D = meta_int(meta, k + "attention.key_length", H // Hq)
     rot_dim = meta_int(meta, k + "rope.dimension_count", D)
@@ -69,11 +78,11 @@ def from_gguf(meta: dict, weights: dict, gguf_arch: str, arch: str, rope_style: 
         vocab_size=int(weights["token_embd"][2][0]), hidden_size=H, num_layers=meta_int(meta, k + "block_count"),
         num_heads=Hq, num_kv_heads=Hkv, head_dim=D,
         intermediate_size=meta_int(meta, k + "feed_forward_length", 0),
-        rms_eps=float(meta.get(k + "attention.layer_norm_rms_epsilon", 1e-5)),
+        rms_eps=meta_float(meta, k + "attention.layer_norm_rms_epsilon", 1e-5, allow_zero=True),
         rope_style=rope_style, rot_dim=rot_dim, tie_embeddings="output" not in weights, attn_output_gate=gated,
         **flags,
     )
-    spec["rope_theta"] = float(meta.get(k + "rope.freq_base", 10000.0))
+    spec["rope_theta"] = meta_float(meta, k + "rope.freq_base", 10000.0)
     spec["rope_inv_freq"] = rope_inv_freq(spec["rope_theta"], rot_dim, scaling, freq_factors)
     spec["context_length"] = meta_int(meta, k + "context_length", 0)
     return spec

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from typing import Any
@@ -13,6 +14,48 @@ ARCHS = ("llama", "qwen2", "qwen3", "qwen3_moe", "qwen35", "qwen35moe", "qwen3ne
 
 def fail(msg: str) -> None:
     raise ValueError(f"[model] {msg}")
+
+
+# What a config or GGUF header may claim: a lying count must not drive a huge loop or allocation.
+# Real models have at most a few hundred layers and every size far below 2**31.
+MAX_LAYERS = 4096
+MAX_SIZE = 2**31 - 1
+_LAYER_COUNT_KEYS = ("block_count", "num_hidden_layers")
+
+
+def bounded(key: str, v: int) -> int:
+    """v, if under the limit for `key` (a layer count, else any size or count)."""
+    limit = MAX_LAYERS if key.endswith(_LAYER_COUNT_KEYS) else MAX_SIZE
+    if v > limit:
+        fail(f"{key} = {v} is over the limit of {limit} (corrupt or hostile file?)")
+    return v
+
+
+def config_reader(where: str, fail=fail):
+    """Decorates a function that reads a config or metadata dict: a field that is missing or of the
+    wrong type deep inside (KeyError, TypeError, a division by a zero size...) becomes a ValueError
+    naming `where`."""
+
+    def wrap(fn):
+        @functools.wraps(fn)
+        def read(*args, **kwargs):
+            try:
+                return fn(*args, **kwargs)
+            except (KeyError, TypeError, AttributeError, IndexError, ZeroDivisionError, OverflowError) as e:
+                fail(f"{where}: a field is missing, zero or of the wrong type ({type(e).__name__}: {e})")
+        return read
+
+    return wrap
+
+
+def positive_float(key: str, v: Any, *, allow_zero: bool = False) -> float:
+    """v as a float, if it is a finite number > 0 (>= 0 with allow_zero)."""
+    if isinstance(v, bool) or not isinstance(v, (int, float, np.floating, np.integer)):
+        fail(f"{key} must be a number, got {v!r}")
+    f = float(v)
+    if not math.isfinite(f) or f < 0 or (f == 0 and not allow_zero):
+        fail(f"{key} must be a finite number {'>=' if allow_zero else '>'} 0, got {v!r}")
+    return f
 
 
 def rope_inv_freq(base: float, rot_dim: int, scaling: dict | None = None,
@@ -236,11 +279,11 @@ def hf_rope(config: dict) -> tuple[float, dict | None]:
     params = config.get("rope_parameters") or {}
     scaling = config.get("rope_scaling") or (params if params.get("rope_type", "default") != "default" else None)
     theta = config.get("rope_theta", params.get("rope_theta", 10000.0))
-    return float(theta), scaling
+    return positive_float("rope_theta", theta), scaling
 
 
 def hf_int(config: dict, key: str, default: Any = None) -> int:
     v = config.get(key, default)
     if not isinstance(v, int) or isinstance(v, bool):
         fail(f"config.json: {key} must be an integer, got {v!r}")
-    return v
+    return bounded(key, v)

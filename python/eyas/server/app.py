@@ -15,6 +15,7 @@ import time
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, StreamingResponse
+from starlette.requests import ClientDisconnect
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from eyas.server import protocol
@@ -84,12 +85,17 @@ def create_app(engine: Engine, *, model_id: str, api_key: str | None = None,
         declared = request.headers.get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > max_body_bytes:
             raise ApiError(413, f"request body over {max_body_bytes} bytes", code="request_too_large")
-        raw = await request.body()
-        if len(raw) > max_body_bytes:
-            raise ApiError(413, f"request body over {max_body_bytes} bytes", code="request_too_large")
+        raw = bytearray()
+        try:
+            async for chunk in request.stream():  # chunked bodies declare no length: count as they come
+                raw += chunk
+                if len(raw) > max_body_bytes:
+                    raise ApiError(413, f"request body over {max_body_bytes} bytes", code="request_too_large")
+        except ClientDisconnect:  # hung up mid-body: nobody reads the answer (499, as nginx counts it)
+            raise ApiError(499, "client disconnected while sending the body") from None
         try:
             body = json.loads(raw)
-        except ValueError:
+        except (ValueError, RecursionError):
             raise ApiError(422, "the body is not valid JSON", code="invalid_json") from None
         if not isinstance(body, dict):
             raise ApiError(422, "the body must be a JSON object", code="invalid_json")
@@ -128,7 +134,10 @@ def create_app(engine: Engine, *, model_id: str, api_key: str | None = None,
         params = protocol.common(body, defaults, chat=False)
         echo = protocol.boolean(body, "echo")
         if isinstance(prompt, str):
-            ids, text = model.encode_prompt(prompt), prompt
+            try:
+                ids, text = model.encode_prompt(prompt), prompt
+            except ValueError as e:
+                raise ApiError(400, str(e), "prompt") from None
         else:
             if not all(0 <= t < model.tokenizer.vocab_size for t in prompt):
                 raise protocol.bad("prompt", f"token ids must be in [0, {model.tokenizer.vocab_size})")

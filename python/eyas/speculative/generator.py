@@ -24,6 +24,8 @@ def choose_policy(policy, proposer: Proposer) -> TreePolicy:
     else the proposer's recommendation, else `TreePolicy.auto()`."""
     if isinstance(policy, str):
         policy = TreePolicy.parse(policy)
+    if policy is not None and not isinstance(policy, TreePolicy):
+        raise ValueError(f"[speculative] tree must be a TreePolicy, its string form or None, got {policy!r}")
     return policy or proposer.policy or TreePolicy.auto()
 
 
