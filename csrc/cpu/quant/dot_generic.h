@@ -29,9 +29,11 @@ inline void quant_rows32(const ActRows& a, int64_t r0, int64_t r1) {
       for (int j = 0; j < 32; ++j) {
         float v = x[b * 32 + j] * id;
         v = v > 127.0f ? 127.0f : (v < -127.0f ? -127.0f : v);
-        int32_t qi = int32_t(__builtin_nearbyintf(v));  // ties to even, as vcvtps2dq
+        // ties to even, as vcvtps2dq; a NaN activation gives INT32_MIN as it does (a plain cast of
+        // NaN is undefined), and the sum wraps (only such rows, whose scale is NaN, come near overflow)
+        int32_t qi = v == v ? int32_t(__builtin_nearbyintf(v)) : INT32_MIN;
         q[b * 32 + j] = int8_t(qi);
-        s += qi;
+        s = int32_t(uint32_t(s) + uint32_t(qi));
       }
       a.d[r * a.d_per_row + b] = d;
       a.s[r * a.s_per_row + b] = s;
@@ -56,9 +58,9 @@ inline void quant_rows256(const ActRows& a, int64_t r0, int64_t r1) {
         for (int j = g * 16; j < g * 16 + 16; ++j) {
           float v = x[b * 256 + j] * id;
           v = v > 127.0f ? 127.0f : (v < -127.0f ? -127.0f : v);
-          int32_t qi = int32_t(__builtin_nearbyintf(v));
+          int32_t qi = v == v ? int32_t(__builtin_nearbyintf(v)) : INT32_MIN;  // as in quant_rows32
           q[b * 256 + j] = int8_t(qi);
-          s += qi;
+          s = int32_t(uint32_t(s) + uint32_t(qi));
         }
         a.s[r * a.s_per_row + b * 16 + g] = s;
       }
