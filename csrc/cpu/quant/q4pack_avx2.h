@@ -128,10 +128,13 @@ void cols_avx2_packed(const Job& j, int64_t n0, int64_t n1) {
   if (full < n1) Fallback(j, full, n1);
 }
 
-// 32 int32 (already within int8 range) as int8 in element order: the packs interleave 128-bit
-// lanes, the permute undoes it.
+// 32 int32 as int8 in element order (the packs interleave 128-bit lanes; the permute undoes it).
+// Values are within +-127 except a NaN activation's INT32_MIN, stored as its low byte (0) as the
+// other paths' truncating stores do, not saturated.
 static inline void store_q32(const __m256i (&qi)[4], int8_t* dst) {
-  const __m256i w01 = _mm256_packs_epi32(qi[0], qi[1]), w23 = _mm256_packs_epi32(qi[2], qi[3]);
+  __m256i v[4];
+  for (int i = 0; i < 4; ++i) v[i] = _mm256_andnot_si256(_mm256_cmpeq_epi32(qi[i], _mm256_set1_epi32(INT32_MIN)), qi[i]);
+  const __m256i w01 = _mm256_packs_epi32(v[0], v[1]), w23 = _mm256_packs_epi32(v[2], v[3]);
   const __m256i b8 = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(w01, w23), _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst), b8);
 }
