@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Wait (up to $1 seconds) for /tmp/w/DONE, then copy logs, eval results and exported drafters to
-# $OUT (files > 16 MiB are split into .partNN pieces; at most 8 files come back).
+# $OUT (files > 16 MiB are split into .partNN pieces; at most 8 files come back). The exports come
+# back once training has ended (TRAINED), before the evaluation is done.
 W=/tmp/w
 T=${1:-560}
 t0=$(date +%s)
@@ -11,7 +12,7 @@ cat $W/pipeline.log $W/gen.log $W/eval.log $W/train_*.log > $OUT/logs.txt 2>/dev
 cat $W/runs/*/train_log.jsonl > $OUT/train_logs.jsonl 2>/dev/null
 cp $W/eval*.json $OUT/ 2>/dev/null
 for m in eagle3 hass; do
-  if [ -f $W/runs/$m/export/model.safetensors ] && [ -f $W/DONE ]; then
+  if [ -f $W/runs/$m/export/model.safetensors ] && { [ -f $W/DONE ] || [ -f $W/TRAINED ]; }; then
     tar -C $W/runs/$m -cf $W/$m.tar export
     split -b 15M -d $W/$m.tar $OUT/$m.tar.part
   fi

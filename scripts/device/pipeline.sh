@@ -3,6 +3,7 @@
 # METHODS (default EAGLE-3 and HASS side by side on the one GPU, same wall-time budget), export,
 # evaluation on EVAL_FILES (prompt files under /tmp/w/prompts).
 # INIT=DIR warm-starts the runs from an exported drafter (default: the bundled one; INIT= none).
+# EVAL_ALSO=DIRS: more drafters evaluated beside the new ones (e.g. the bundled one when INIT=).
 # Long real-text prompts: raise MAX_PROMPT (generate + eval), MAX_LEN and lower TOKENS_PER_BATCH
 # (the drafter's attention is quadratic in the sequence length).
 set -x
@@ -33,13 +34,14 @@ for m in $METHODS; do
 done
 for p in $PIDS; do wait $p; done
 for m in $METHODS; do tail -n 3 $W/train_$m.log; done
+touch $W/TRAINED  # collect.sh may return the exports from here on
 EXPORTS=$(for m in $METHODS; do echo $W/runs/$m/export; done)
 PROMPTS=$(for f in $EVAL_FILES; do echo $W/prompts/$f; done)
 for tree in $EVAL_TREES; do
   IFS=, read -r K D N <<< "$tree"
   # The trees share the cached greedy sequences; the first is eval.json, the others eval<N>.json.
   J=$W/eval.json; [ "$tree" = "${EVAL_TREES%% *}" ] || J=$W/eval$N.json
-  $R eval --gguf $G --drafter ${INIT:+$INIT} $EXPORTS --prompts $PROMPTS $ESMALL --batch 160 --max-prompt $((MAX_PROMPT + 1200)) \
+  $R eval --gguf $G --drafter ${INIT:+$INIT} ${EVAL_ALSO:-} $EXPORTS --prompts $PROMPTS $ESMALL --batch 160 --max-prompt $((MAX_PROMPT + 1200)) \
     --top-k $K --depth $D --total-tokens $N --cache-dir $W/cache --json-out $J --log $W/eval.log
 done
 echo ok > $W/DONE

@@ -168,7 +168,10 @@ def handbook_docs(root=HANDBOOK_ROOT):
 def render_man(path: str) -> str:
     read_text(path)  # the reserved-path guard; man renders the page itself
     env = dict(os.environ, MANWIDTH="80", LC_ALL="C.UTF-8")
-    r = subprocess.run(["man", "-l", path], capture_output=True, env=env, timeout=30)
+    try:  # a very long page on a loaded machine can take minutes: skipped rather than fatal
+        r = subprocess.run(["man", "-l", path], capture_output=True, env=env, timeout=180)
+    except subprocess.TimeoutExpired:
+        return ""
     text = re.sub(r".\x08", "", r.stdout.decode("utf-8", "replace"))
     return "\n".join(ln[7:] if ln.startswith(" " * 7) else ln for ln in text.splitlines()).strip()
 
