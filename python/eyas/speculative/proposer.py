@@ -75,6 +75,35 @@ class Proposer(abc.ABC):
 _FACTORIES: dict[str, Callable[..., Proposer | None]] = {}
 
 
+class RuntimeProposer(Proposer):
+    """A proposer whose drafting runs in a C++ runtime (its own KV cache, EAGLE-2 tree expansion):
+    ingest, length, truncate and propose go to the runtime that `make_runtime(capacity)` builds."""
+
+    _runtime = None
+
+    @abc.abstractmethod
+    def make_runtime(self, capacity: int):
+        """The C++ runtime for sequences of up to `capacity` positions."""
+
+    def reset(self, capacity: int) -> None:
+        self._runtime = self.make_runtime(capacity)
+        self._runtime.reset()
+
+    def ingest(self, features: np.ndarray, tokens: np.ndarray) -> None:
+        self._runtime.ingest(features, tokens)
+
+    @property
+    def length(self) -> int:
+        return self._runtime.length if self._runtime is not None else 0
+
+    def truncate(self, n: int) -> None:
+        self._runtime.truncate(n)
+
+    def propose(self, policy: TreePolicy) -> DraftTree:
+        t = self._runtime.expand(policy.top_k, policy.depth, policy.total_tokens)
+        return DraftTree(t["tokens"], t["parents"], t["depths"], t["mask"])
+
+
 def register_proposer(family: str, factory: Callable[..., Proposer | None]) -> None:
     """factory(drafter, target, **options) -> Proposer, or None when `drafter` asks for none
     (e.g. "default" with nothing bundled for this target). target: an `eyas.loaders.LoadedModel`."""

@@ -7,21 +7,16 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-import numpy as np
-
 from eyas.drafters.checkpoint import fail
 from eyas.drafters.mtp import MtpHead, mtp_head
-from eyas.speculative.policy import TreePolicy
-from eyas.speculative.proposer import Proposer, register_proposer
-from eyas.speculative.rounds import DraftTree
+from eyas.speculative.proposer import RuntimeProposer, register_proposer
 
 
-class MtpProposer(Proposer):
+class MtpProposer(RuntimeProposer):
     family = "mtp"
 
     def __init__(self, head: MtpHead):
         self.head = head
-        self._runtime = None
 
     @property
     def aux_layers(self) -> list[int]:
@@ -31,27 +26,12 @@ class MtpProposer(Proposer):
     def feature_layers(self) -> list[int]:
         return [self.head.hidden_layer]
 
-    def reset(self, capacity: int) -> None:
-        self._runtime = self.head.runtime(capacity)
-        self._runtime.reset()
-
-    def ingest(self, features: np.ndarray, tokens: np.ndarray) -> None:
-        self._runtime.ingest(features, tokens)
-
-    @property
-    def length(self) -> int:
-        return self._runtime.length if self._runtime is not None else 0
-
-    def truncate(self, n: int) -> None:
-        self._runtime.truncate(n)
+    def make_runtime(self, capacity: int):
+        return self.head.runtime(capacity)
 
     def fork(self) -> "MtpProposer":
         # The head caches its C++ runtime (the block's KV) per capacity: the fork gets its own over the same weights.
         return MtpProposer(dataclasses.replace(self.head, _runtimes={}))
-
-    def propose(self, policy: TreePolicy) -> DraftTree:
-        t = self._runtime.expand(policy.top_k, policy.depth, policy.total_tokens)
-        return DraftTree(t["tokens"], t["parents"], t["depths"], t["mask"])
 
 
 def load(drafter, target, **_options) -> MtpProposer:
