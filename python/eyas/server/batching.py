@@ -5,7 +5,9 @@ alike) reads the weights once.
 Each request runs its own generation (plain or speculative) on its own thread against a
 `BatchedTarget`, a proxy of its sequence's Transformer whose small forwards go through the shared
 `ForwardBatcher`. A batch runs as soon as every active sequence has a forward waiting, or when
-the oldest has waited `wait_s`; sequences join and leave between rounds. Kernels are batch-
+the oldest has waited long enough: `wait_s`, or half the recent batches' time if that is longer
+(threads that just got their rows back need a moment of Python before they ask again, and a
+straggler left out costs a whole extra forward); sequences join and leave between rounds. Kernels are batch-
 invariant, so which requests happen to share a batch never changes a request's bits.
 """
 
@@ -42,6 +44,7 @@ class ForwardBatcher:
         self._cond = threading.Condition()
         self._queue: list[_Waiting] = []
         self._active = 0  # sequences generating now (each may add one forward per round)
+        self._batch_s = 0.0  # moving average of a batch's forward time
         self.batches = 0  # batches run, the forwards and rows in them, the most sequences in one
         self.batched_forwards = 0
         self.batched_rows = 0
@@ -73,7 +76,7 @@ class ForwardBatcher:
                 if not me.taken and self._ready():
                     self._run_batch()
                     continue
-                timeout = None if me.taken else max(0.0, self._queue[0].since + self.wait_s - time.perf_counter())
+                timeout = None if me.taken else max(0.0, self._queue[0].since + self._patience() - time.perf_counter())
                 self._cond.wait(timeout)
         if me.error is not None:
             raise me.error
@@ -85,7 +88,10 @@ class ForwardBatcher:
             return False
         rows = sum(len(w.item["tokens"]) for w in self._queue)
         return (len(self._queue) >= self._active or rows >= self.max_rows
-                or time.perf_counter() - self._queue[0].since >= self.wait_s)
+                or time.perf_counter() - self._queue[0].since >= self._patience())
+
+    def _patience(self) -> float:
+        return max(self.wait_s, 0.5 * self._batch_s)
 
     def _run_batch(self) -> None:
         """Called with the lock held; runs the queue's head without it."""
@@ -96,6 +102,7 @@ class ForwardBatcher:
             rows += len(w.item["tokens"])
             batch.append(w)
         self._cond.release()
+        t0 = time.perf_counter()
         try:
             self._forward(batch)
         except BaseException as e:  # e.g. KeyboardInterrupt: no waiter may be left without an answer
@@ -105,6 +112,7 @@ class ForwardBatcher:
             raise
         finally:
             self._cond.acquire()
+            self._batch_s = 0.8 * self._batch_s + 0.2 * (time.perf_counter() - t0)
             self.batches += 1
             self.batched_forwards += len(batch)
             self.batched_rows += rows
