@@ -12,6 +12,7 @@
 #include "ops/model_misc.h"
 #include "ops/norm.h"
 #include "ops/rope.h"
+#include "speculative/expand_levels.h"
 
 namespace eyas::speculative {
 
@@ -202,27 +203,11 @@ DraftTree Eagle3Drafter::expand(const TreePolicy& policy) {
   ensure_scratch(policy.top_k);
   const int F0 = int(b.frontier_tokens().size());
   for (int j = 0; j < F0; ++j) std::memcpy(s_.g.data<float>() + j * H, root_h_.data(), size_t(H) * sizeof(float));
-  std::vector<float> next_g;
-  while (b.wants_level()) {
-    const int F = int(b.frontier_tokens().size());
-    const int S = b.slots_run() + F;
-    std::memcpy(s_.ids.data<int32_t>(), b.frontier_tokens().data(), size_t(F) * sizeof(int32_t));
-    for (int j = 0; j < F; ++j) s_.pos.data<int32_t>()[j] = length_ + b.level() - 1;  // depth d -> position n + d - 1
-    std::vector<uint8_t> m = b.frontier_mask();
-    Tensor mask = Tensor::empty(DType::U8, {F, S});
-    std::memcpy(mask.data<uint8_t>(), m.data(), m.size());
+  return expand_levels(b, length_, H, s_.ids, s_.pos, s_.g, s_.h2, s_.logits, [&](int F, const Tensor& mask) {
     Encoder enc(*device_);
     encode_forward(enc, F, nullptr, length_, length_ + b.slots_run(), mask, 0);
     enc.commit();
-    b.extend(s_.logits.data<float>());
-    // Next frontier's features: its parents' pre-norm outputs from this batch.
-    const auto& rows = b.frontier_parent_rows();
-    next_g.resize(rows.size() * size_t(H));
-    for (size_t j = 0; j < rows.size(); ++j)
-      std::memcpy(&next_g[j * size_t(H)], s_.h2.data<float>() + rows[j] * H, size_t(H) * sizeof(float));
-    std::memcpy(s_.g.data<float>(), next_g.data(), next_g.size() * sizeof(float));
-  }
-  return b.finish();
+  });
 }
 
 void Eagle3Drafter::truncate(int n) {
