@@ -1,8 +1,10 @@
 """Coverage-guided fuzzing (atheris) of every reader of untrusted input, for a bounded time per
 target, plus a replay of every input a fuzzer ever crashed (tests/fuzz/regressions/<target>/).
 
-EYAS_FUZZ_SECONDS sets the time per target (default 6); run longer by hand to search harder:
+EYAS_FUZZ_SECONDS sets the time per target (default 6) and EYAS_FUZZ_SEED the seed (default 1, so a
+CI run walks the same inputs each time; 0 picks a random one). Search harder by hand:
     python -m tests.fuzz.run gguf --seconds 600 --work /tmp/fuzz-gguf
+and add what it finds to tests/fuzz/regressions/<target>/ with its fix.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from tests.fuzz.targets import TARGETS, expected_errors
 
 FUZZ = Path(__file__).resolve().parent / "fuzz"
 SECONDS = int(os.environ.get("EYAS_FUZZ_SECONDS", "6"))
+SEED = int(os.environ.get("EYAS_FUZZ_SEED", "1"))
 
 
 def _atheris():
@@ -51,7 +54,7 @@ def test_every_target_has_a_seed_corpus():
 def test_fuzz_target_finds_nothing(target, tmp_path):
     _atheris()
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(FUZZ.parent.parent), *sys.path])}
-    run = subprocess.run([sys.executable, "-m", "tests.fuzz.run", target, "--seconds", str(SECONDS), "--work",
+    run = subprocess.run([sys.executable, "-m", "tests.fuzz.run", target, "--seconds", str(SECONDS), "--seed", str(SEED), "--work",
                           str(tmp_path)], capture_output=True, text=True, env=env, timeout=SECONDS + 120)
     findings = [p for p in tmp_path.iterdir() if p.name.startswith(("crash-", "timeout-", "oom-", "leak-"))]
     detail = "\n".join(f"{p.name}: {p.read_bytes()[:400]!r}" for p in findings)

@@ -8,6 +8,8 @@
 #               run bench/fetch_sources.sh first) instead of the templated ones. Their compressed
 #               file travels split over the three carries, with the sources of this tree (c/src:
 #               the device runs them even when another checkout is the one sent) and the fixtures.
+#   PROMPT_SEED=N other chunks of the same documents (default 0): new prompts for a run that
+#               continues a drafter trained on seed 0's.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 C=${CARRY:-.carry}
@@ -20,7 +22,7 @@ mkdir -p "$C/c/src" && cp -r python scripts "$C/c/src/" && find "$C/c/src" -name
 rm -rf "$C/c/src/python/eyas/drafters/bundled"  # the sent checkout has it; keeps the carry small
 python -m pip download -q --no-deps --only-binary=:all: -d "$C/c/whl" gguf==0.19.0
 if [ "${SOURCE:-template}" = real ]; then
-  python scripts/device/run_train.py prompts --source real --out "$C/prompts" --n-real "${N_REAL:-30000}"
+  python scripts/device/run_train.py prompts --source real --out "$C/prompts" --n-real "${N_REAL:-30000}" --seed "${PROMPT_SEED:-0}"
   mkdir -p "$C/c/prompts" && cp bench/fixtures/*.jsonl bench/prompts/eval_*.jsonl "$C/c/prompts/"
   xz -T2 -6 -c "$C/prompts/train.jsonl" > "$C/train.jsonl.xz" && rm -rf "$C/prompts"
   split -n 3 -d "$C/train.jsonl.xz" "$C/train.xz.part" && rm "$C/train.jsonl.xz"

@@ -25,6 +25,7 @@ def main() -> None:
     ap.add_argument("target")
     ap.add_argument("--seconds", type=int, default=8)
     ap.add_argument("--work", type=Path, required=True)
+    ap.add_argument("--seed", type=int, default=0, help="libFuzzer's seed; 0 picks a random one")
     args = ap.parse_args()
 
     with atheris.instrument_imports(include=["eyas"]):  # coverage feedback from eyas' Python code
@@ -50,7 +51,7 @@ def main() -> None:
     shutil.copytree(HERE / "corpus" / args.target, corpus, dirs_exist_ok=True)
     atheris.Setup([sys.argv[0], str(corpus), f"-max_total_time={args.seconds}", f"-timeout={PER_INPUT_TIMEOUT_S}",
                    f"-max_len={MAX_INPUT_BYTES}", f"-artifact_prefix={args.work}/", "-rss_limit_mb=4096",
-                   "-print_final_stats=1"], one_input)
+                   "-print_final_stats=1", f"-seed={args.seed}"], one_input)
     atheris.Fuzz()
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from eyas.drafters.checkpoint import Tensor, fail, read_checkpoint
-from eyas.models.common import config_reader, rope_inv_freq
+from eyas.models.common import bounded, config_reader, rope_inv_freq
 
 # Checkpoint name (after the layer prefix) -> canonical drafter tensor name.
 _LAYER = {
@@ -61,7 +61,7 @@ def _int(cfg: dict, key: str, default=None, where="config.json") -> int:
     v = cfg.get(key, default)
     if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
         fail(f"{where}: {key} must be a positive integer, got {v!r}")
-    return v
+    return bounded(key, v, fail)
 
 
 @config_reader("drafter config.json", fail)
@@ -95,7 +95,7 @@ def parse_config(config: dict) -> DrafterConfig:
     nkv = _int(layer, "num_key_value_heads", nh)
     if nh % nkv:
         fail(f"num_attention_heads {nh} is not a multiple of num_key_value_heads {nkv}")
-    hd = layer.get("head_dim") or H // nh
+    hd = _int(layer, "head_dim") if layer.get("head_dim") is not None else H // nh
     ids = config.get("eagle_aux_hidden_state_layer_ids", eagle.get("eagle_aux_hidden_state_layer_ids"))
     if ids is not None:
         if not isinstance(ids, list) or not ids or not all(isinstance(i, int) and i >= 0 for i in ids):

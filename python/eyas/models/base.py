@@ -18,7 +18,7 @@ def from_hf(config: dict, arch: str, **flags: Any) -> dict:
     H = hf_int(config, "hidden_size")
     Hq = hf_int(config, "num_attention_heads")
     Hkv = hf_int(config, "num_key_value_heads", Hq) if config.get("num_key_value_heads") is not None else Hq
-    D = config.get("head_dim") or (H // Hq)
+    D = hf_int(config, "head_dim") if config.get("head_dim") is not None else H // Hq
     rot_dim = int(D * float(config.get("partial_rotary_factor", 1.0)))
     theta, scaling = hf_rope(config)
     spec = base_spec(

@@ -19,13 +19,16 @@ def fail(msg: str) -> None:
 # What a config or GGUF header may claim: a lying count must not drive a huge loop or allocation.
 # Real models have at most a few hundred layers and every size far below 2**31.
 MAX_LAYERS = 4096
+MAX_HEAD_DIM = 4096  # real heads are 64-512 wide; the rope table is sized by this
 MAX_SIZE = 2**31 - 1
 _LAYER_COUNT_KEYS = ("block_count", "num_hidden_layers")
+_HEAD_DIM_KEYS = ("head_dim", "key_length", "value_length", "rope.dimension_count")
 
 
-def bounded(key: str, v: int) -> int:
-    """v, if under the limit for `key` (a layer count, else any size or count)."""
-    limit = MAX_LAYERS if key.endswith(_LAYER_COUNT_KEYS) else MAX_SIZE
+def bounded(key: str, v: int, fail=fail) -> int:
+    """v, if under the limit for `key` (a layer count, a head width, else any size or count)."""
+    limit = MAX_LAYERS if key.endswith(_LAYER_COUNT_KEYS) else MAX_HEAD_DIM if key.endswith(_HEAD_DIM_KEYS) \
+        else MAX_SIZE
     if v > limit:
         fail(f"{key} = {v} is over the limit of {limit} (corrupt or hostile file?)")
     return v
@@ -61,8 +64,8 @@ def positive_float(key: str, v: Any, *, allow_zero: bool = False) -> float:
 def rope_inv_freq(base: float, rot_dim: int, scaling: dict | None = None,
                   freq_factors: np.ndarray | None = None) -> np.ndarray:
     """float32[rot_dim//2] inverse frequencies with rope scaling folded in (float64 math, one rounding)."""
-    if rot_dim <= 0 or rot_dim % 2:
-        fail(f"rotary dimension must be a positive even number, got {rot_dim}")
+    if rot_dim <= 0 or rot_dim % 2 or rot_dim > MAX_HEAD_DIM:
+        fail(f"rotary dimension must be a positive even number <= {MAX_HEAD_DIM}, got {rot_dim}")
     inv = 1.0 / (float(base) ** (np.arange(0, rot_dim, 2, dtype=np.float64) / rot_dim))
     kind = (scaling or {}).get("rope_type") or (scaling or {}).get("type") or "default"
     if kind == "default":
