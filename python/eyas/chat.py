@@ -84,6 +84,8 @@ class ChatTemplate:
             self._template = env.from_string(source)
         except jinja2.TemplateSyntaxError as e:
             fail(f"template does not parse: {e}")
+        except RecursionError:  # jinja's parser recurses once per nested bracket
+            fail("template does not parse: its expressions nest too deeply")
         self.source = source
         self.bos_token = bos_token
         self.eos_token = eos_token
