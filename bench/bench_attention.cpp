@@ -96,11 +96,11 @@ int main(int argc, char** argv) {
   };
   for (Layer L : {Layer{"smollm2 9/3 D=64", 9, 3, 64}, Layer{"qwen3 16/8 D=128", 16, 8, 128}}) {
     const bool cold = std::getenv("EYAS_BENCH_COLD") != nullptr;
-    for (int prefix : {128, 256, 1024, 4096}) {
+    for (int prefix : {128, 256, 1024, 2048, 4096}) {
       const int cap = prefix + 64;
       Tensor k = filled({L.hkv, cap, L.d}, rng), v = filled({L.hkv, cap, L.d}, rng);
       if (half_cache()) k = to_half(k), v = to_half(v);
-      for (int T : {1, 8, 32, 64}) {
+      for (int T : {1, 4, 8, 32, 64}) {
         if (!t_listed(T) || (cold && T != 1)) continue;
         Tensor q = filled({T, L.hq, L.d}, rng), o = Tensor::empty(DType::F32, {T, L.hq, L.d});
         Tensor mask;
