@@ -173,6 +173,23 @@ def test_completions_echo_and_logprobs(server):
     assert all(e.logprob == e.top_logprobs[0].logprob for e in entries)
 
 
+def test_streamed_logprobs_equal_the_whole_responses(server):
+    """With stream=true the text streams as usual and the logprobs of every token come in one chunk
+    before the finish chunk (they are computed once the text is known): clients that gather
+    `logprobs` across chunks get what the non-streaming response holds."""
+    client = server.client()
+    whole = chat(client, "Hi", max_tokens=6, logprobs=True, top_logprobs=2, **GREEDY)
+    chunks = list(chat(client, "Hi", max_tokens=6, logprobs=True, top_logprobs=2, stream=True, **GREEDY))
+    gathered = [e for c in chunks if c.choices and c.choices[0].logprobs for e in c.choices[0].logprobs.content]
+    assert [e.model_dump() for e in gathered] == [e.model_dump() for e in whole.choices[0].logprobs.content]
+    assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == whole.choices[0].message.content
+    full = client.completions.create(model="tiny.gguf", prompt="Hello", max_tokens=5, logprobs=2, **GREEDY)
+    parts = [c.choices[0].logprobs for c in client.completions.create(
+        model="tiny.gguf", prompt="Hello", max_tokens=5, logprobs=2, stream=True, **GREEDY) if c.choices[0].logprobs]
+    assert len(parts) == 1 and parts[0].token_logprobs == full.choices[0].logprobs.token_logprobs
+    assert parts[0].tokens == full.choices[0].logprobs.tokens
+
+
 def test_seed_reproduces(server):
     client = server.client()
     a = chat(client, "Pick a word", max_tokens=10, **SEEDED).choices[0].message.content
@@ -184,7 +201,7 @@ def test_seed_reproduces(server):
     ({"messages": [{"role": "user", "content": "x"}], "temperature": "hot"}, 400, "temperature"),
     ({"messages": [{"role": "user", "content": "x"}], "n": 2}, 400, "n"),
     ({"messages": [{"role": "user", "content": "x"}], "stop": ["a", "b", "c", "d", "e"]}, 400, "stop"),
-    ({"messages": [{"role": "user", "content": "x"}], "logprobs": True, "stream": True}, 400, "logprobs"),
+    ({"messages": [{"role": "user", "content": "x"}], "top_logprobs": 2}, 400, "top_logprobs"),
     ({"messages": [{"role": "user", "content": "x"}], "max_tokens": 5000}, 400, "max_tokens"),
     ({"messages": [{"role": "wizard", "content": "x"}]}, 400, "messages[0]"),
     ({"messages": []}, 400, "messages"),

@@ -23,17 +23,27 @@ def run(chooser, rounds, accepted_of, cost_of):
     return picks
 
 
-def test_first_rounds_measure_the_deepest_chain_then_a_plain_step():
+def test_first_rounds_measure_a_one_token_chain_then_a_plain_step():
     c = DepthChooser(3)
-    assert c.choose() == 3
-    c.observe(3, 3, 9.0)  # the first round's time (it ingests the prompt) is not a round's cost
-    assert c.cost[3] is None and c.expected_tokens(1) > 1.5  # its acceptance counts
-    assert c.choose() == 3
-    c.observe(3, 3, 1.0)
+    assert c.choose() == 1
+    c.observe(1, 1, 9.0)  # the first round's time (it ingests the prompt) is not a round's cost
+    assert c.cost[1] is None and c.expected_tokens(1) > 1.5  # its acceptance counts
+    assert c.choose() == 1
+    c.observe(1, 1, 1.0)
     assert c.choose() == 0
     c.observe(0, 0, 0.5)
-    assert c.cost[3] == 1.0 and c.cost[0] == 0.5
-    assert c.cost[1] is None and c._cost_estimate(1) == pytest.approx(0.5 + 0.5 / 3)  # interpolated
+    assert c.cost[1] == 1.0 and c.cost[0] == 0.5
+    assert c.cost[3] is None and c._cost_estimate(3) == pytest.approx(0.5 + 3 * 0.5)  # extrapolated
+    c.observe(3, 3, 1.4)
+    assert c._cost_estimate(2) == pytest.approx(1.2)  # interpolated
+
+
+def test_bad_content_costs_at_most_one_deep_round():
+    """On content the drafter never predicts, the deepest (dearest) chain is never tried: the first
+    rounds draft one token, and the costs extrapolated from it rule deeper chains out."""
+    c = DepthChooser(3)
+    picks = run(c, 300, accepted_of=lambda d: 0, cost_of=lambda d: 1.0 + 0.5 * d)
+    assert max(picks) == 1
 
 
 def test_expected_tokens_follows_the_chain_rule():
@@ -52,12 +62,15 @@ def test_good_drafts_and_cheap_verify_draft_deep():
     assert picks[-50:].count(4) >= 40  # the rest are probes of depth 3
 
 
-def test_useless_drafts_fall_back_to_plain_steps():
+def test_useless_drafts_fall_back_to_plain_steps_and_probe_ever_less_often():
     c = DepthChooser(3)
-    picks = run(c, 200, accepted_of=lambda d: 0, cost_of=lambda d: 1.0 + 0.5 * d)
+    picks = run(c, 400, accepted_of=lambda d: 0, cost_of=lambda d: 1.0 + 0.5 * d)
     assert c.best() == 0
-    assert picks[-50:].count(0) >= 40
-    assert sorted(set(picks[-48:])) == [0, 1, 2, 3]  # still probes every depth now and then, in case content changes
+    probes = [i for i, d in enumerate(picks) if d and i > 3]  # after the first rounds: depth-1 probes only
+    assert probes and all(picks[i] == 1 for i in probes)
+    gaps = [b - a for a, b in zip(probes, probes[1:])]
+    assert gaps == sorted(gaps) and gaps[-1] == DepthChooser.MAX_PROBE_GAP  # 16, 32, 64, 64, ...
+    assert picks[-100:].count(0) >= 98  # still probes now and then, in case content changes
 
 
 def test_the_choice_follows_a_change_of_content():
@@ -94,7 +107,7 @@ class Scripted:
 
     CYCLE = [0, 0, 2, 0, 3, 1, 0, 3, 3, 0]
 
-    def __init__(self, max_depth, cost=None):
+    def __init__(self, max_depth, cost=None, previous=None):
         self.i, self.seen = -1, []
 
     def choose(self):
@@ -175,11 +188,22 @@ def test_sampled_depth_depends_on_the_seed_alone():
     assert m["num_draft_tokens"] < m["num_drafts"]  # mostly plain steps
 
 
+def test_a_greedy_chooser_starts_from_the_previous_ones_costs_and_acceptance():
+    first = DepthChooser(3)
+    run(first, 100, accepted_of=lambda d: 0, cost_of=lambda d: 1.0 + 0.5 * d)
+    second = DepthChooser(3, previous=first)
+    assert second.cost == first.cost and second.tried[1] == pytest.approx(first.tried[1] / 2)
+    assert second.choose() == 0  # no drafts to re-measure what the last generation learnt
+    assert DepthChooser(4, previous=first).choose() == 1  # another max depth starts afresh
+    fixed = DepthChooser(3, cost=lambda d: 1.0 + 0.25 * d, previous=first)
+    assert not fixed.warm and fixed.tried == [0.0] * 4  # sampling: nothing carries over
+
+
 def test_fixed_cost_chooser_ignores_times():
     c = DepthChooser(3, cost=lambda d: 1.0 + 0.25 * d)
     assert c.cost == [1.0, 1.25, 1.5, 1.75]
-    assert c.choose() == 3
-    c.observe(3, 3, 123.0)
+    assert c.choose() == 1
+    c.observe(1, 1, 123.0)
     assert c.cost == [1.0, 1.25, 1.5, 1.75]
     picks = run(c, 100, accepted_of=lambda d: d, cost_of=lambda d: 1e9)  # times would say: never draft
     assert c.best() == 3 and picks[-20:].count(3) >= 18

@@ -24,8 +24,8 @@ from eyas.server.protocol import ApiError
 
 MAX_BODY_BYTES = 4 * 1024 * 1024
 RETRY_AFTER_S = 1
-DISCONNECT_POLL_S = 0.25
-SHUTDOWN_JOIN_S = 10  # how long shutdown waits for the engine's current round  # how often a non-streaming request checks that its client is still there
+DISCONNECT_POLL_S = 0.25  # how often a non-streaming request checks that its client is still there
+SHUTDOWN_JOIN_S = 10  # how long shutdown waits for the engine's current round
 
 
 def create_app(engine: Engine, *, model_id: str, api_key: str | None = None,
@@ -198,6 +198,8 @@ def create_app(engine: Engine, *, model_id: str, api_key: str | None = None,
                 if kind == "text":
                     yield event(shape.chunk(text=payload))
                 elif kind == "done":
+                    if payload["logprobs"] is not None:  # computed once the text is known: one chunk for all
+                        yield event(shape.chunk(text="", logprobs=payload["logprobs"]))
                     yield event(shape.chunk(finish=payload))
                     if include_usage:
                         yield event(shape.usage_chunk(payload))
@@ -301,11 +303,12 @@ class ChatShape(_Shape):
         return {"index": 0, "message": {"role": "assistant", "content": done["text"]},
                 "logprobs": self.logprobs(done["logprobs"]), "finish_reason": done["finish_reason"]}
 
-    def chunk(self, *, role: bool = False, text: str | None = None, finish: dict | None = None) -> dict:
+    def chunk(self, *, role: bool = False, text: str | None = None, finish: dict | None = None,
+              logprobs: list | None = None) -> dict:
         delta = {"role": "assistant", "content": ""} if role else ({"content": text} if text is not None else {})
         reason = finish["finish_reason"] if finish else None
         extra = {"speculative": finish["speculative"]} if finish else {}
-        return self.envelope(self.chunk_name, [{"index": 0, "delta": delta, "logprobs": None,
+        return self.envelope(self.chunk_name, [{"index": 0, "delta": delta, "logprobs": self.logprobs(logprobs),
                                                 "finish_reason": reason}], **extra)
 
     def logprobs(self, entries) -> dict | None:
@@ -327,12 +330,13 @@ class CompletionShape(_Shape):
         return {"index": 0, "text": self.prefix + done["text"], "logprobs": self.logprobs(done["logprobs"]),
                 "finish_reason": done["finish_reason"]}
 
-    def chunk(self, *, role: bool = False, text: str | None = None, finish: dict | None = None) -> dict:
+    def chunk(self, *, role: bool = False, text: str | None = None, finish: dict | None = None,
+              logprobs: list | None = None) -> dict:
         if role:
             text = self.prefix  # echo: the prompt is the first piece
         reason = finish["finish_reason"] if finish else None
         extra = {"speculative": finish["speculative"]} if finish else {}
-        return self.envelope(self.chunk_name, [{"index": 0, "text": text or "", "logprobs": None,
+        return self.envelope(self.chunk_name, [{"index": 0, "text": text or "", "logprobs": self.logprobs(logprobs),
                                                 "finish_reason": reason}], **extra)
 
     def logprobs(self, entries) -> dict | None:

@@ -43,7 +43,7 @@ class Request:
     sampling: SamplingParams
     max_tokens: int
     stop: list[str] | None = None
-    logprobs: int | None = None  # None: none; k >= 0: the chosen token's and k alternatives (non-streaming)
+    logprobs: int | None = None  # None: none; k >= 0: the chosen token's and k alternatives
     ignore_eos: bool = False  # generate max_tokens whatever the model says (load tests, benchmarks)
 
 

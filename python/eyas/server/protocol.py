@@ -115,9 +115,6 @@ def common(body: dict, defaults: dict, *, chat: bool) -> Params:
         k = (top or 0) if logprobs else None
     else:
         k = _number(body, "logprobs", None, 0, 5, integer=True)
-    if k is not None and stream:
-        raise bad("logprobs", "logprobs are not supported with stream=true yet (eyas computes them after the "
-                  "speculative generation); request them without streaming", "unsupported_parameter")
     sampling = SamplingParams(temperature=float(temperature), top_p=float(top_p), top_k=max(int(top_k), 0),
                               seed=None if seed is None else seed % 2**63)
     return Params(sampling, max_tokens, _stop(body), stream, include_usage, k, boolean(body, "ignore_eos"))

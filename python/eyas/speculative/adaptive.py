@@ -27,11 +27,19 @@ class DepthChooser:
     cost: None to measure c(d) from the rounds' times, or a function d -> relative cost (then the
     choice is deterministic: it depends on acceptance alone)."""
 
-    DECAY = 0.97  # acceptance counts: recent rounds weigh more (content changes within a reply)
+    DECAY = 0.97  # per try of a position: recent tries weigh more (content changes within a reply)
     COST_EMA = 0.2  # weight of a new round's time in c(d)
     PROBE_EVERY = 16  # rounds between re-measurements of another depth (in turn) than the current choice
+    MAX_PROBE_GAP = 64  # while plain steps win, probes of depth 1 come at gaps doubling up to this
 
-    def __init__(self, max_depth: int, cost=None):
+    CARRIED_WEIGHT = 0.5  # how much of the previous generation's acceptance counts a new one starts with
+
+    def __init__(self, max_depth: int, cost=None, previous: "DepthChooser | None" = None):
+        """previous: the chooser of the previous generation with the same drafter (greedy only: the
+        choice may then depend on earlier requests, which greedy output never does). Its measured
+        costs and, at half weight, its acceptance carry over, so a new generation starts where the
+        last one ended instead of re-measuring (on content the drafter predicts badly, each
+        generation would otherwise pay for its own first drafts)."""
         if not isinstance(max_depth, int) or max_depth < 1:
             raise ValueError(f"[speculative] max_depth must be an integer >= 1, got {max_depth!r}")
         self.max_depth = max_depth
@@ -44,6 +52,15 @@ class DepthChooser:
         self.accepted = [0.0] * (max_depth + 1)  # [j]: ... and accepted j
         self.rounds = 0
         self._probe = 0
+        self._probe_gap = self.PROBE_EVERY
+        self._next_probe = self.PROBE_EVERY
+        self.warm = previous is not None and not self.fixed and not previous.fixed and previous.max_depth == max_depth
+        if self.warm:
+            self.cost = list(previous.cost)
+            self.tried = [self.CARRIED_WEIGHT * t for t in previous.tried]
+            self.accepted = [self.CARRIED_WEIGHT * a for a in previous.accepted]
+            self._probe_gap = previous._probe_gap  # probes stay as rare as they had become
+            self._next_probe = previous._probe_gap
 
     def acceptance(self, j: int) -> float:
         """p_j with a uniform prior (1 accepted out of 2 before any data)."""
@@ -57,16 +74,21 @@ class DepthChooser:
         return total
 
     def _cost_estimate(self, d: int) -> float:
-        """c(d) as measured, else linear between the nearest measured depths (a round's cost grows
-        about linearly with the chain), else flat from the one measured."""
+        """c(d) as measured, else linear through the nearest measured depths around it, or the two
+        deepest below it (a round's cost grows about linearly with the chain), else flat from the one
+        measured."""
         if self.cost[d] is not None:
             return self.cost[d]
         known = [(k, c) for k, c in enumerate(self.cost) if c is not None]
-        lo = max(((k, c) for k, c in known if k < d), default=None)
+        below = [(k, c) for k, c in known if k < d]
         hi = min(((k, c) for k, c in known if k > d), default=None)
-        if lo and hi:
-            return lo[1] + (hi[1] - lo[1]) * (d - lo[0]) / (hi[0] - lo[0])
-        return (lo or hi)[1]
+        if below and hi:
+            lo = below[-1]
+        elif len(below) >= 2:
+            lo, hi = below[-2], below[-1]
+        else:
+            return (below[-1] if below else hi)[1]
+        return lo[1] + (hi[1] - lo[1]) * (d - lo[0]) / (hi[0] - lo[0])
 
     def best(self) -> int:
         rates = [self.expected_tokens(d) / self._cost_estimate(d) for d in range(self.max_depth + 1)]
@@ -74,16 +96,23 @@ class DepthChooser:
 
     def choose(self) -> int:
         self.rounds += 1
-        if self.rounds == 1:  # the deepest chain first: it measures every p_j
-            return self.max_depth
-        for d in (self.max_depth, 0):  # measured costs: the deepest chain's, then a plain step's
-            if self.cost[d] is None:
+        if self.rounds == 1 and not self.warm:  # one drafted token: p_1, the cheapest sign of whether drafting pays
+            return 1
+        for d in (1, 0):  # measured costs: a one-token chain's, then a plain step's; deeper ones are
+            if self.cost[d] is None:  # extrapolated from these two until they are chosen
                 return d
         d = self.best()
-        if self.rounds % self.PROBE_EVERY == 0:  # keep the other depths' costs current, in turn
-            self._probe = self._probe % self.max_depth + 1
-            return (d + self._probe) % (self.max_depth + 1)
-        return d
+        if d > 0:
+            self._probe_gap = self.PROBE_EVERY
+        if self.rounds < self._next_probe:
+            return d
+        if d == 0:  # drafts do not pay: look again with the cheapest draft, less and less often
+            self._next_probe = self.rounds + self._probe_gap
+            self._probe_gap = min(2 * self._probe_gap, self.MAX_PROBE_GAP)
+            return 1
+        self._next_probe = self.rounds + self.PROBE_EVERY  # keep the other depths' costs current, in turn
+        self._probe = self._probe % self.max_depth + 1
+        return (d + self._probe) % (self.max_depth + 1)
 
     def observe(self, depth: int, accepted: int, seconds: float) -> None:
         """depth: tokens drafted this round; accepted: how many of them the target accepted."""
@@ -93,10 +122,11 @@ class DepthChooser:
         if self.rounds > 1 and not self.fixed:
             c = self.cost[depth]
             self.cost[depth] = seconds if c is None else (1 - self.COST_EMA) * c + self.COST_EMA * seconds
-        for j in range(1, self.max_depth + 1):
-            self.tried[j] *= self.DECAY
-            self.accepted[j] *= self.DECAY
+        # Only the positions this round tried fade: plain steps bring no news of the drafter, and
+        # letting the counts fade through them would drift p_j back to the prior (0.5) and draft again.
         for j in range(1, depth + 1):
             if accepted >= j - 1:
-                self.tried[j] += 1.0
-                self.accepted[j] += 1.0 if accepted >= j else 0.0
+                self.tried[j] = self.DECAY * self.tried[j] + 1.0
+                self.accepted[j] = self.DECAY * self.accepted[j] + (1.0 if accepted >= j else 0.0)
+        if accepted > 0:  # drafts are landing: if plain steps win now, look again soon
+            self._probe_gap = self.PROBE_EVERY

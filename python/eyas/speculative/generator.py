@@ -8,6 +8,7 @@ The drafter is any `Proposer`: the rounds never ask which family it is.
 from __future__ import annotations
 
 import time
+import weakref
 from typing import Iterator
 
 import numpy as np
@@ -17,6 +18,11 @@ from eyas.speculative.metrics import SpeculativeMetrics
 from eyas.speculative.policy import TreePolicy
 from eyas.speculative.proposer import Proposer
 from eyas.speculative.rounds import Accepted, accept, commit, split_aux, verify
+
+
+# The last greedy generation's depth chooser per proposer: the next one starts from its costs and
+# acceptance (DepthChooser's `previous`). Weak keys: a dropped model takes its entry with it.
+_GREEDY_CHOOSERS: "weakref.WeakKeyDictionary[Proposer, DepthChooser]" = weakref.WeakKeyDictionary()
 
 
 def choose_policy(policy, proposer: Proposer) -> TreePolicy:
@@ -78,13 +84,18 @@ class SpeculativeGenerator:
         aux, logits = self._prefill(ids[keep:])
         first = sampling.sample(logits[-1], rng)  # the same draw plain decoding makes
         yield [first]
-        pending_aux, pending_tokens = aux, np.append(ids[keep + 1:], np.int32(first)).astype(np.int32)
+        # Pairs the proposer has not ingested yet, as parts joined once at its next round (plain steps
+        # add one pair each: appending to one array would copy all of them every step).
+        pending_aux, pending_tokens = [aux], [np.append(ids[keep + 1:], np.int32(first)).astype(np.int32)]
         # Greedy output never depends on the drafts, so there the depth may follow measured times;
         # under sampling it follows a fixed cost model, so a seed's draws do not depend on the load.
         greedy = sampling.greedy
         chooser = None
         if self.policy.adaptive:
-            chooser = DepthChooser(self.policy.depth, cost=None if greedy else fixed_cost)
+            previous = _GREEDY_CHOOSERS.get(proposer) if greedy else None
+            chooser = DepthChooser(self.policy.depth, cost=None if greedy else fixed_cost, previous=previous)
+            if greedy:
+                _GREEDY_CHOOSERS[proposer] = chooser
         last = None  # (depth, accepted, start time) of the previous round: its cost runs to this round's start,
         # so it includes what the caller does with each round's tokens (plain steps make more rounds)
         while True:
@@ -93,7 +104,7 @@ class SpeculativeGenerator:
                 last = None
             room = target.capacity - target.length
             if room < 2:  # no space left for a tree: finish with plain steps (the proposer is done)
-                root = int(pending_tokens[-1])
+                root = int(pending_tokens[-1][-1])
                 while True:
                     out = target.forward(np.array([root], np.int32), logits="last")
                     target.commit(np.zeros(1, np.int32))
@@ -107,13 +118,13 @@ class SpeculativeGenerator:
                 depth = chooser.choose() if chooser else policy.depth
             if depth == 0:  # a plain step; the proposer ingests its pair before the next propose
                 t0 = time.perf_counter()
-                root = int(pending_tokens[-1])
+                root = int(pending_tokens[-1][-1])
                 features, tokens = self._plain_step(root, sampling, rng)
                 self.stats.verify_s += time.perf_counter() - t0
                 self.stats.observe(1, 0)
                 last = None if gated else (0, 0, t0)
-                pending_aux = np.concatenate([pending_aux, features])
-                pending_tokens = np.concatenate([pending_tokens, tokens]).astype(np.int32)
+                pending_aux.append(features)
+                pending_tokens.append(tokens)
                 yield tokens.tolist()
                 continue
             if policy.adaptive:
@@ -121,7 +132,7 @@ class SpeculativeGenerator:
             if policy.total_tokens > room:
                 policy = TreePolicy(policy.top_k, policy.depth, room)
             t0 = time.perf_counter()
-            proposer.ingest(pending_aux, pending_tokens)
+            proposer.ingest(np.concatenate(pending_aux), np.concatenate(pending_tokens))
             tree = proposer.propose(policy)
             t1 = time.perf_counter()
             verified = verify(target, tree, self.n_features, self.lazy)
@@ -137,7 +148,7 @@ class SpeculativeGenerator:
             if chooser:
                 last = (tree.size - 1, len(acc.path) - 1, t0)
             # The accepted nodes' features pair with the tokens that follow them (reference §3.1).
-            pending_aux, pending_tokens = verified.features[acc.path], acc.tokens
+            pending_aux, pending_tokens = [verified.features[acc.path]], [acc.tokens]
             yield acc.tokens.tolist()
 
     def _plain_step(self, root: int, sampling, rng) -> tuple[np.ndarray, np.ndarray]:
