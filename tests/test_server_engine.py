@@ -4,6 +4,7 @@ and the per-model lock that makes `Model.generate` safe from several threads."""
 
 from __future__ import annotations
 
+import os
 import queue
 import threading
 
@@ -55,6 +56,11 @@ def engine_for():
         engine.shutdown()
 
 
+# A hang shows as a request that never answers; under a sanitizer (.ci/tsan sets this) the core runs
+# ~10-30x slower, so the wait that tells a hang from slowness grows with it.
+SLOWDOWN = float(os.environ.get("EYAS_TEST_SLOWDOWN", "1"))
+
+
 def collect(engine: Engine, requests: list[Request], *, start: bool = False) -> list[dict]:
     """Submit all at once (start=True: then start an engine made with start=False, so every request
     is queued before the first round); each request's final record, in submission order."""
@@ -65,7 +71,7 @@ def collect(engine: Engine, requests: list[Request], *, start: bool = False) -> 
         engine.start()
     out = []
     for q in done:
-        kind, payload = q.get(timeout=60)
+        kind, payload = q.get(timeout=60 * SLOWDOWN)
         assert kind == "done", payload
         out.append(payload)
     return out
