@@ -76,10 +76,11 @@ Tensor to_half(const Tensor& t) {
   return h;
 }
 
-bool t_listed(int T) {
-  const char* only = std::getenv("EYAS_BENCH_T");
+// Whether `value` is in the comma-separated list of environment variable `var` (unset: every value).
+bool listed(const char* var, int value) {
+  const char* only = std::getenv(var);
   if (!only || !*only) return true;
-  return std::strstr((std::string(",") + only + ",").c_str(), ("," + std::to_string(T) + ",").c_str()) != nullptr;
+  return std::strstr((std::string(",") + only + ",").c_str(), ("," + std::to_string(value) + ",").c_str()) != nullptr;
 }
 
 }  // namespace
@@ -97,11 +98,12 @@ int main(int argc, char** argv) {
   for (Layer L : {Layer{"smollm2 9/3 D=64", 9, 3, 64}, Layer{"qwen3 16/8 D=128", 16, 8, 128}}) {
     const bool cold = std::getenv("EYAS_BENCH_COLD") != nullptr;
     for (int prefix : {128, 256, 1024, 2048, 4096}) {
+      if (!listed("EYAS_BENCH_PREFIX", prefix)) continue;
       const int cap = prefix + 64;
       Tensor k = filled({L.hkv, cap, L.d}, rng), v = filled({L.hkv, cap, L.d}, rng);
       if (half_cache()) k = to_half(k), v = to_half(v);
       for (int T : {1, 4, 8, 32, 64}) {
-        if (!t_listed(T) || (cold && T != 1)) continue;
+        if (!listed("EYAS_BENCH_T", T) || (cold && T != 1)) continue;
         Tensor q = filled({T, L.hq, L.d}, rng), o = Tensor::empty(DType::F32, {T, L.hq, L.d});
         Tensor mask;
         int64_t new_visible = 1;
