@@ -27,6 +27,27 @@ EYAS_BINDINGS(ops_attention) {
       "[prefix_len, prefix_len + Tn) already hold K/V and the queries are the last Tq of them.\n"
       "mask: uint8/bool[Tq, Tn] (query i sees new slot j where nonzero) or None = causal (Tn = Tq).\n"
       "scale defaults to 1/sqrt(D). Returns float32[Tq, Hq, D].");
+  ops.def(
+      "attention_many",
+      [](nb::list calls, float scale, std::optional<Encoder*> encoder) {
+        const char* op = "attention_many";
+        std::vector<ops::AttentionCall> cs;
+        for (nb::handle h : calls) {
+          nb::dict d = nb::cast<nb::dict>(h);
+          auto arr = [&](const char* key) { return bind::from_numpy(op, key, nb::cast<bind::Array>(d[key])); };
+          ops::AttentionCall c{arr("q"), arr("k_cache"), arr("v_cache"), nb::cast<int>(d["prefix_len"]), Tensor{}, Tensor{}};
+          if (d.contains("mask") && !d["mask"].is_none()) c.mask = arr("mask");
+          c.o = Tensor::empty(DType::F32, c.q.shape);
+          cs.push_back(std::move(c));
+        }
+        bind::encode(encoder, [&](Encoder& enc) { ops::attention_many(enc, cs, scale); });
+        nb::list out;
+        for (const ops::AttentionCall& c : cs) out.append(bind::to_numpy(c.o));
+        return out;
+      },
+      "calls"_a, "scale"_a, nb::kw_only(), "encoder"_a = nb::none(),
+      "Several attention() calls with one scale in one dispatch. calls: dicts with q, k_cache, v_cache,\n"
+      "prefix_len and optionally mask (as attention()'s arguments). Returns one float32[Tq, Hq, D] per call.");
   ops.def("_force_scalar", &ops::force_scalar_kernels, "on"_a,
           "Testing knob: run the rope/elementwise/softmax/top-k/attention kernels and the F16 KV write on their "
           "scalar paths.");

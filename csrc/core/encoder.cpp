@@ -32,8 +32,15 @@ void Encoder::insert_barrier() {
   barrier_positions_.push_back(num_dispatches_);
 }
 
-void Encoder::dispatch(const char* name, std::initializer_list<const Tensor*> reads,
-                       std::initializer_list<const Tensor*> writes, KernelFn fn) {
+void Encoder::dispatch(const char* name, const Tensor* const* reads_begin, size_t n_reads,
+                       const Tensor* const* writes_begin, size_t n_writes, KernelFn fn) {
+  struct View {
+    const Tensor* const* b;
+    size_t n;
+    const Tensor* const* begin() const { return b; }
+    const Tensor* const* end() const { return b + n; }
+  };
+  const View reads{reads_begin, n_reads}, writes{writes_begin, n_writes};
   auto range_of = [](const Tensor* t) {
     uintptr_t lo = reinterpret_cast<uintptr_t>(t->data<uint8_t>());
     return Range{lo, lo + std::max<size_t>(t->nbytes(), 1)};

@@ -98,7 +98,12 @@ class Encoder {
   Encoder& operator=(const Encoder&) = delete;
 
   void dispatch(const char* name, std::initializer_list<const Tensor*> reads,
-                std::initializer_list<const Tensor*> writes, KernelFn fn);
+                std::initializer_list<const Tensor*> writes, KernelFn fn) {
+    dispatch(name, reads.begin(), reads.size(), writes.begin(), writes.size(), std::move(fn));
+  }
+  // The same with counted arrays (a dispatch over a number of tensors known at run time).
+  void dispatch(const char* name, const Tensor* const* reads, size_t n_reads, const Tensor* const* writes,
+                size_t n_writes, KernelFn fn);
   // Runs every recorded dispatch group by group; rethrows the first kernel error.
   void commit();
   // Drops everything recorded since the last commit without running it (after a failed recording)

@@ -389,6 +389,43 @@ __attribute__((target("avx2,fma,f16c"))) void attend_tile_avx2(const AttentionAr
 
 }  // namespace
 
+#if EYAS_X86
+// The SIMD path's work units of one call: (kv head, tile of queries, part of the kv head's query
+// heads), each about 16 (query, head) items. `spread`: units other calls add to the same dispatch;
+// heads are split into parts only until every thread has work.
+struct TileUnits {
+  int per_tile, tiles, parts;
+  int64_t count;
+};
+TileUnits tile_units(const AttentionArgs& a, int nth, int64_t spread) {
+  const int group = a.n_heads / a.n_kv_heads;
+  const int per_tile = std::max(1, std::min(64, 16 / group));
+  const int tiles = (a.n_q + per_tile - 1) / per_tile;
+  const int64_t base = int64_t(tiles) * a.n_kv_heads;
+  const int parts = int(std::min<int64_t>(group, std::max<int64_t>(1, (2 * nth - spread + base - 1) / base)));
+  return {per_tile, tiles, parts, base * parts};
+}
+
+// Unit u (< tile_units(...).count) of one call.
+template <typename KV>
+void run_unit(const AttentionArgs& a, const float* q, const KV* k, const KV* v, const uint8_t* mask, float* o,
+              const TileUnits& tu, int64_t u, bool simd512, TileScratch& scratch) {
+  const int D = a.head_dim, group = a.n_heads / a.n_kv_heads;
+  const int g = int(u / (tu.tiles * tu.parts)), tile = int(u / tu.parts % tu.tiles), part = int(u % tu.parts);
+  const int i0 = tile * tu.per_tile, i1 = std::min(a.n_q, i0 + tu.per_tile);
+  const int h0 = g * group + part * group / tu.parts, h1 = g * group + (part + 1) * group / tu.parts;
+  const int64_t kv_off = int64_t(g) * a.capacity * D;
+  if (simd512)
+    attend_tile_avx512(a, mask, q, k + kv_off, v + kv_off, o, i0, i1, h0, h1, scratch);
+  else
+    attend_tile_avx2(a, mask, q, k + kv_off, v + kv_off, o, i0, i1, h0, h1, scratch);
+}
+
+// Short decodes finish faster than the pool wakes up.
+constexpr int64_t kMinMacsForThreads = 65536;
+int64_t attention_macs(const AttentionArgs& a) { return int64_t(a.n_q) * a.n_heads * (a.prefix_len + a.n_new) * a.head_dim; }
+#endif
+
 template <typename KV>
 static void attention_kv(const AttentionArgs& a, const float* q, const KV* k, const KV* v, const uint8_t* mask, float* o,
                   ThreadPool& pool) {
@@ -396,29 +433,14 @@ static void attention_kv(const AttentionArgs& a, const float* q, const KV* k, co
 #if EYAS_X86
   const bool simd512 = use_avx512();
   if (simd512 || use_avx2()) {
-    // Work units: (kv head, tile of queries, part of the kv head's query heads); a unit holds about
-    // 16 (query, head) items. Decode has few units, so heads are split until every thread has work.
-    const int per_tile = std::max(1, std::min(64, 16 / group));
-    const int tiles = (a.n_q + per_tile - 1) / per_tile, nth = pool.num_threads();
-    const int parts = std::min(group, std::max(1, (2 * nth + tiles * a.n_kv_heads - 1) / (tiles * a.n_kv_heads)));
+    const TileUnits tu = tile_units(a, pool.num_threads(), 0);
     auto body = [&](int tid, int nth) {
       int64_t u0, u1;
-      ThreadPool::split(int64_t(tiles) * a.n_kv_heads * parts, tid, nth, 1, &u0, &u1);
+      ThreadPool::split(tu.count, tid, nth, 1, &u0, &u1);
       thread_local TileScratch scratch;
-      for (int64_t u = u0; u < u1; ++u) {
-        const int g = int(u / (tiles * parts)), tile = int(u / parts % tiles), part = int(u % parts);
-        const int i0 = tile * per_tile, i1 = std::min(a.n_q, i0 + per_tile);
-        const int h0 = g * group + part * group / parts, h1 = g * group + (part + 1) * group / parts;
-        const int64_t kv_off = int64_t(g) * a.capacity * D;
-        if (simd512)
-          attend_tile_avx512(a, mask, q, k + kv_off, v + kv_off, o, i0, i1, h0, h1, scratch);
-        else
-          attend_tile_avx2(a, mask, q, k + kv_off, v + kv_off, o, i0, i1, h0, h1, scratch);
-      }
+      for (int64_t u = u0; u < u1; ++u) run_unit(a, q, k, v, mask, o, tu, u, simd512, scratch);
     };
-    // Short decodes finish faster than the pool wakes up.
-    const int64_t macs = int64_t(a.n_q) * a.n_heads * (a.prefix_len + a.n_new) * D;
-    if (macs < 65536) body(0, 1); else pool.run(body);
+    if (attention_macs(a) < kMinMacsForThreads) body(0, 1); else pool.run(body);
     return;
   }
 #endif
@@ -488,6 +510,52 @@ void attention(const AttentionArgs& a, const float* q, const void* k, const void
   }
 #endif
   attention_kv(a, q, kh, vh, mask, o, pool);
+}
+
+void attention_many(const std::vector<AttentionCall>& calls, ThreadPool& pool) {
+#if EYAS_X86
+  const bool simd512 = use_avx512();
+  if (simd512 || use_avx2()) {
+    // One unit space over every call that takes the tile path as it is; the rest run on their own.
+    std::vector<const AttentionCall*> tiled;
+    int64_t all_base = 0, macs = 0;
+    for (const AttentionCall& c : calls) {
+      const bool converts = c.kv_f16 && simd512 && c.a.n_q >= kMinQueriesToConvert;
+      if (converts || c.a.n_q == 0) {
+        if (c.a.n_q) attention(c.a, c.q, c.k, c.v, c.kv_f16, c.mask, c.o, pool);
+        continue;
+      }
+      tiled.push_back(&c);
+      all_base += tile_units(c.a, 1, 0).count;  // one thread: parts = 1, so count = tiles x kv heads
+      macs += attention_macs(c.a);
+    }
+    const int nth = macs < kMinMacsForThreads ? 1 : pool.num_threads();
+    std::vector<TileUnits> tus;
+    std::vector<int64_t> first{0};  // first unit of each tiled call
+    for (const AttentionCall* c : tiled) {
+      tus.push_back(tile_units(c->a, nth, all_base - tile_units(c->a, 1, 0).count));
+      first.push_back(first.back() + tus.back().count);
+    }
+    auto body = [&](int tid, int nth) {
+      int64_t u0, u1;
+      ThreadPool::split(first.back(), tid, nth, 1, &u0, &u1);
+      thread_local TileScratch scratch;
+      for (int64_t u = u0; u < u1; ++u) {
+        const size_t i = size_t(std::upper_bound(first.begin(), first.end(), u) - first.begin() - 1);
+        const AttentionCall& c = *tiled[i];
+        if (c.kv_f16)
+          run_unit(c.a, c.q, static_cast<const uint16_t*>(c.k), static_cast<const uint16_t*>(c.v), c.mask, c.o, tus[i],
+                   u - first[i], simd512, scratch);
+        else
+          run_unit(c.a, c.q, static_cast<const float*>(c.k), static_cast<const float*>(c.v), c.mask, c.o, tus[i],
+                   u - first[i], simd512, scratch);
+      }
+    };
+    if (nth == 1) body(0, 1); else pool.run(body);
+    return;
+  }
+#endif
+  for (const AttentionCall& c : calls) attention(c.a, c.q, c.k, c.v, c.kv_f16, c.mask, c.o, pool);
 }
 
 }  // namespace eyas::cpu

@@ -109,6 +109,22 @@ class CpuBackend final : public ops::Backend {
                   op = o.data<float>()](ThreadPool& pool) { cpu::attention(a, qp, kp, vp, f16, mp, op, pool); });
   }
 
+  void attention_many(Encoder& enc, const std::vector<AttentionArgs>& args,
+                      const std::vector<ops::AttentionCall>& calls) override {
+    std::vector<const Tensor*> reads, writes;
+    std::vector<cpu::AttentionCall> kernel_calls;
+    for (size_t i = 0; i < calls.size(); ++i) {
+      const ops::AttentionCall& c = calls[i];
+      reads.insert(reads.end(), {&c.q, &c.k_cache, &c.v_cache, &c.mask});
+      writes.push_back(&c.o);
+      kernel_calls.push_back({args[i], c.q.data<float>(), c.k_cache.data<uint8_t>(), c.v_cache.data<uint8_t>(),
+                              c.k_cache.dtype == DType::F16, c.mask.defined() ? c.mask.data<uint8_t>() : nullptr,
+                              c.o.data<float>()});
+    }
+    enc.dispatch("attention", reads.data(), reads.size(), writes.data(), writes.size(),
+                 [kernel_calls = std::move(kernel_calls)](ThreadPool& pool) { cpu::attention_many(kernel_calls, pool); });
+  }
+
   void kv_write(Encoder& enc, const KvCopyArgs& a, const Tensor& kv_new, const Tensor& cache) override {
     const bool f16 = cache.dtype == DType::F16;
     enc.dispatch("kv_write", {&kv_new}, {&cache},

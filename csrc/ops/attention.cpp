@@ -7,9 +7,11 @@
 
 namespace eyas::ops {
 
-void attention(Encoder& enc, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, int prefix_len,
-               const Tensor& mask, float scale, const Tensor& o) {
-  const char* op = "attention";
+namespace {
+
+// Checks one call's tensors (throws "[op] ..."); its kernel arguments.
+AttentionArgs checked_args(const char* op, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
+                           int prefix_len, const Tensor& mask, float scale, const Tensor& o) {
   check_dtype(op, "q", q, DType::F32);
   if (k_cache.dtype != DType::F16) check_dtype(op, "k_cache", k_cache, DType::F32);  // F32 or F16
   check_dtype(op, "v_cache", v_cache, k_cache.dtype);
@@ -43,11 +45,33 @@ void attention(Encoder& enc, const Tensor& q, const Tensor& k_cache, const Tenso
     fail(op, "prefix_len + new slots (" + std::to_string(prefix_len) + " + " + std::to_string(n_new) +
                  ") exceeds the cache capacity " + std::to_string(cap));
   if (!(scale > 0.0f) || !std::isfinite(scale)) fail(op, "scale must be a finite positive number");
+  return AttentionArgs{int32_t(n_q),   int32_t(n_new), int32_t(n_heads), int32_t(n_kv),           int32_t(D),
+                       int32_t(cap),   prefix_len,     mask.defined() ? 0 : 1, scale};
+}
+
+}  // namespace
+
+void attention(Encoder& enc, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, int prefix_len,
+               const Tensor& mask, float scale, const Tensor& o) {
+  const char* op = "attention";
+  const AttentionArgs a = checked_args(op, q, k_cache, v_cache, prefix_len, mask, scale, o);
   Backend& backend = backend_for(op, enc, {&q, &k_cache, &v_cache, &mask, &o});
-  if (n_q == 0) return;
-  AttentionArgs a{int32_t(n_q),   int32_t(n_new), int32_t(n_heads), int32_t(n_kv),           int32_t(D),
-                  int32_t(cap),   prefix_len,     mask.defined() ? 0 : 1, scale};
+  if (a.n_q == 0) return;
   backend.attention(enc, a, q, k_cache, v_cache, mask, o);
+}
+
+void attention_many(Encoder& enc, const std::vector<AttentionCall>& calls, float scale) {
+  const char* op = "attention_many";
+  std::vector<AttentionArgs> args;
+  args.reserve(calls.size());
+  for (const AttentionCall& c : calls) {
+    args.push_back(checked_args(op, c.q, c.k_cache, c.v_cache, c.prefix_len, c.mask, scale, c.o));
+    backend_for(op, enc, {&c.q, &c.k_cache, &c.v_cache, &c.mask, &c.o});
+  }
+  if (calls.empty()) return;
+  if (calls.size() == 1) return attention(enc, calls[0].q, calls[0].k_cache, calls[0].v_cache, calls[0].prefix_len,
+                                          calls[0].mask, scale, calls[0].o);
+  backend_for(op, enc, {}).attention_many(enc, args, calls);
 }
 
 }  // namespace eyas::ops

@@ -8,9 +8,11 @@
 // EYAS_HAS_METAL (cmake/metal.cmake); ops and model code stay as they are.
 #pragma once
 #include <initializer_list>
+#include <vector>
 
 #include "core/encoder.h"
 #include "metal/kernel_args.h"
+#include "ops/attention.h"
 
 namespace eyas::ops {
 
@@ -43,6 +45,12 @@ class Backend {
   // mask: Tensor{} when causal (a.causal == 1).
   virtual void attention(Encoder& enc, const AttentionArgs& a, const Tensor& q, const Tensor& k_cache,
                          const Tensor& v_cache, const Tensor& mask, const Tensor& o) = 0;
+  // args[i] for calls[i] (ops/attention.h); by default one attention() per call.
+  virtual void attention_many(Encoder& enc, const std::vector<AttentionArgs>& args,
+                              const std::vector<AttentionCall>& calls) {
+    for (size_t i = 0; i < calls.size(); ++i)
+      attention(enc, args[i], calls[i].q, calls[i].k_cache, calls[i].v_cache, calls[i].mask, calls[i].o);
+  }
   virtual void kv_write(Encoder& enc, const KvCopyArgs& a, const Tensor& kv_new, const Tensor& cache) = 0;
   // src_slots may be written by an earlier dispatch: their range is checked when the work runs.
   virtual void kv_move_rows(Encoder& enc, const KvCopyArgs& a, const Tensor& cache, const Tensor& src_slots) = 0;

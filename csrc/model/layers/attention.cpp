@@ -187,14 +187,17 @@ void Attention::encode_segments(Encoder& enc, const Chunk& c, Workspace& workspa
   const AttentionWorkspace& w = static_cast<const AttentionWorkspace&>(workspace);
   const int64_t D = spec_.head_dim, Hq = spec_.num_heads, Hkv = spec_.num_kv_heads;
   project(enc, c, w);
+  std::vector<ops::AttentionCall> calls;
+  calls.reserve(c.segments.size());
   for (size_t i = 0; i < c.segments.size(); ++i) {
     const Segment& g = c.segments[i];
     const KVCache& kv = static_cast<const KVCache&>(*states[i]);
-    const Tensor q3 = rows(w.q, g.row0, g.t, {Hq, D}), o3 = rows(w.o, g.row0, g.t, {Hq, D});
     ops::kv_write(enc, rows(w.k, g.row0, g.t, {Hkv, D}), kv.k(), g.slot0);
     ops::kv_write(enc, rows(w.v, g.row0, g.t, {Hkv, D}), kv.v(), g.slot0);
-    ops::attention(enc, q3, kv.k(), kv.v(), g.prefix, g.mask, 1.0f / std::sqrt(float(D)), o3);
+    calls.push_back({rows(w.q, g.row0, g.t, {Hq, D}), kv.k(), kv.v(), g.prefix, g.mask, rows(w.o, g.row0, g.t, {Hq, D})});
   }
+  // One dispatch for every sequence: a decode row's attention alone is too small to use the threads.
+  ops::attention_many(enc, calls, 1.0f / std::sqrt(float(D)));
   finish(enc, c, w);
 }
 
