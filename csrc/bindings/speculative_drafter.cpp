@@ -1,8 +1,9 @@
 // _core.speculative.Eagle3Drafter: the EAGLE-3 drafter with its own KV cache (csrc/speculative/drafter.h).
 #include <nanobind/stl/shared_ptr.h>
 
-#include "bindings/registry.h"
 #include "bindings/arrays.h"
+#include "bindings/registry.h"
+#include "bindings/runtime_drafter.h"
 #include "speculative/drafter.h"
 
 using speculative::Eagle3Drafter;
@@ -46,9 +47,9 @@ speculative::DrafterSpec parse_spec(nb::dict d) {
 
 EYAS_BINDINGS(speculative_drafter) {
   nb::module_ s = bind::speculative_module(m);
-  nb::class_<Eagle3Drafter>(s, "Eagle3Drafter",
-                            "EAGLE-3 drafter: fc over target aux features, one layer, draft-vocab head, own KV cache.")
-      .def(
+  nb::class_<Eagle3Drafter> cls(s, "Eagle3Drafter",
+                            "EAGLE-3 drafter: fc over target aux features, one layer, draft-vocab head, own KV cache.");
+  cls.def(
           "__init__",
           [](Eagle3Drafter* self, nb::dict spec, nb::dict weights, std::optional<bind::Array> d2t, int max_context) {
             std::map<std::string, Tensor> w;
@@ -63,33 +64,9 @@ EYAS_BINDINGS(speculative_drafter) {
             }
             new (self) Eagle3Drafter(parse_spec(spec), std::move(w), std::move(map), max_context, bind::default_device());
           },
-          "spec"_a, "weights"_a, "d2t"_a = nb::none(), nb::kw_only(), "max_context"_a = 4096)
-      .def(
-          "ingest",
-          [](Eagle3Drafter& d, bind::Array aux, bind::Array tokens) {
-            Tensor a = bind::from_numpy(kOp, "aux", aux), t = bind::from_numpy(kOp, "tokens", tokens);
-            nb::gil_scoped_release release;
-            d.ingest(a, t);
-          },
-          "aux"_a, "tokens"_a,
-          "Run and commit T pairs: aux F32[T, num_aux*Ht] (target features of positions length..), tokens I32[T] "
-          "(the token after each position).")
-      .def(
-          "expand",
-          [](Eagle3Drafter& d, int32_t top_k, int32_t depth, int32_t total_tokens) {
-            speculative::DraftTree t;
-            {
-              nb::gil_scoped_release release;
-              t = d.expand(speculative::TreePolicy{top_k, depth, total_tokens});
-            }
-            return bind::tree_dict(t);
-          },
-          "top_k"_a, "depth"_a, "total_tokens"_a,
-          "Draft tree rooted at the last ingested token: dict(tokens, parents, depths, scores, mask).")
-      .def("truncate", &Eagle3Drafter::truncate, "n"_a)
-      .def("reset", &Eagle3Drafter::reset)
-      .def_prop_ro("length", &Eagle3Drafter::length)
-      .def_prop_ro("capacity", &Eagle3Drafter::capacity)
-      .def_prop_ro("last_hidden", [](Eagle3Drafter& d) { return bind::vec_to_numpy(d.last_hidden()); })
-      .def_prop_ro("last_logits", [](Eagle3Drafter& d) { return bind::vec_to_numpy(d.last_logits()); });
+          "spec"_a, "weights"_a, "d2t"_a = nb::none(), nb::kw_only(), "max_context"_a = 4096);
+  bind::def_runtime_drafter(cls, kOp, "aux",
+                            "Run and commit T pairs: aux F32[T, num_aux*Ht] (target features of positions length..), "
+                            "tokens I32[T] (the token after each position).",
+                            "The pre-norm output of the last ingested row (the next depth's feature).");
 }

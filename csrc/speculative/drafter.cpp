@@ -51,7 +51,7 @@ Tensor take(std::map<std::string, Tensor>& w, const std::string& name, std::vect
 
 Eagle3Drafter::Eagle3Drafter(DrafterSpec s, std::map<std::string, Tensor> w, std::vector<int32_t> d2t,
                              int max_context, std::shared_ptr<Device> device)
-    : spec_(std::move(s)), device_(std::move(device)), d2t_(std::move(d2t)), max_context_(max_context) {
+    : RuntimeDrafter(kOp, max_context, std::move(device)), spec_(std::move(s)), d2t_(std::move(d2t)) {
   const int H = spec_.hidden_size, Ht = spec_.target_hidden_size, I = spec_.intermediate_size;
   const int Q = spec_.num_heads * spec_.head_dim, KV = spec_.num_kv_heads * spec_.head_dim;
   for (int v : {H, Ht, I, spec_.num_heads, spec_.num_kv_heads, spec_.head_dim, spec_.vocab_size,
@@ -61,7 +61,6 @@ Eagle3Drafter::Eagle3Drafter(DrafterSpec s, std::map<std::string, Tensor> w, std
   if (spec_.rot_dim <= 0 || spec_.rot_dim > spec_.head_dim || spec_.rot_dim % 2)
     fail(kOp, "spec: rot_dim must be even and in (0, head_dim]");
   if (int(spec_.rope_inv_freq.size()) != spec_.rot_dim / 2) fail(kOp, "spec: rope_inv_freq must have rot_dim/2 entries");
-  if (max_context < 1 || max_context > (1 << 24)) fail(kOp, "max_context must be in [1, 2^24]");
   if (!d2t_.empty() && int(d2t_.size()) != spec_.draft_vocab_size)
     fail(kOp, "d2t has " + std::to_string(d2t_.size()) + " entries, draft vocab is " + std::to_string(spec_.draft_vocab_size));
   for (int32_t id : d2t_)
@@ -159,62 +158,26 @@ void Eagle3Drafter::encode_forward(Encoder& enc, int T, const Tensor* aux, int p
 
 void Eagle3Drafter::ingest(const Tensor& aux, const Tensor& tokens) {
   std::lock_guard<std::mutex> lock(mutex_);
-  check_dtype(kOp, "aux", aux, DType::F32);
-  check_ndim(kOp, "aux", aux, 2);
-  check_dim(kOp, "aux", aux, 1, int64_t(spec_.num_aux) * spec_.target_hidden_size);
-  check_dtype(kOp, "tokens", tokens, DType::I32);
-  check_ndim(kOp, "tokens", tokens, 1);
-  check_dim(kOp, "tokens", tokens, 0, aux.dim(0));
-  const int T = int(aux.dim(0));
-  if (T < 1) fail(kOp, "ingest needs at least one (feature, token) pair");
-  if (int64_t(length_) + T > max_context_)
-    fail(kOp, "ingest of " + std::to_string(T) + " pairs at length " + std::to_string(length_) +
-                  " exceeds max_context " + std::to_string(max_context_));
+  const int T = check_pairs(aux, "aux", int64_t(spec_.num_aux) * spec_.target_hidden_size, tokens, spec_.vocab_size);
   const int32_t* tk = tokens.data<int32_t>();
-  for (int i = 0; i < T; ++i)
-    if (tk[i] < 0 || tk[i] >= spec_.vocab_size) fail(kOp, "token id " + std::to_string(tk[i]) + " outside the vocabulary");
   ensure_scratch(std::min(T, kChunk));
-  for (int c0 = 0; c0 < T; c0 += kChunk) {
-    const int C = std::min(kChunk, T - c0);
-    const bool last = c0 + C == T;
-    std::memcpy(s_.ids.data<int32_t>(), tk + c0, size_t(C) * sizeof(int32_t));
-    for (int i = 0; i < C; ++i) s_.pos.data<int32_t>()[i] = length_ + i;  // pair position = feature position (§3.1)
+  const int C = run_chunks(tk, T, kChunk, s_.ids, s_.pos, [&](Encoder& enc, int c0, int C) {
     Tensor a = rows_view(aux, c0, {C, aux.dim(1)});
-    Encoder enc(*device_);
-    encode_forward(enc, C, &a, length_, length_, Tensor{}, last ? C - 1 : C);
-    enc.commit();
-    length_ += C;
-  }
+    encode_forward(enc, C, &a, length_, length_, Tensor{}, c0 + C == T ? C - 1 : C);  // logits: the last row only
+  });
   const int64_t H = spec_.hidden_size;
-  const int last_row = (T - 1) % kChunk;
-  root_h_.assign(s_.h2.data<float>() + last_row * H, s_.h2.data<float>() + (last_row + 1) * H);
-  root_logits_.assign(s_.logits.data<float>(), s_.logits.data<float>() + spec_.draft_vocab_size);
-  root_token_ = tk[T - 1];
+  set_root(s_.h2.data<float>() + (C - 1) * H, H, s_.logits.data<float>(), spec_.draft_vocab_size, tk[T - 1]);
 }
 
 DraftTree Eagle3Drafter::expand(const TreePolicy& policy) {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (root_token_ < 0) fail(kOp, "expand needs a preceding ingest");
+  check_tree(policy, policy.depth - 1, kTreeSlots);  // the last level's rows are never run
   TreeBuilder b(policy, d2t_, spec_.draft_vocab_size);
-  if (int64_t(policy.top_k) * (policy.depth - 1) > kTreeSlots)
-    fail(kOp, "top_k * (depth - 1) exceeds the drafter's " + std::to_string(kTreeSlots) + " tree slots");
-  b.start(root_token_, root_logits_.data());
-  const int64_t H = spec_.hidden_size;
   ensure_scratch(policy.top_k);
-  const int F0 = int(b.frontier_tokens().size());
-  for (int j = 0; j < F0; ++j) std::memcpy(s_.g.data<float>() + j * H, root_h_.data(), size_t(H) * sizeof(float));
-  return expand_levels(b, length_, H, s_.ids, s_.pos, s_.g, s_.h2, s_.logits, [&](int F, const Tensor& mask) {
-    Encoder enc(*device_);
-    encode_forward(enc, F, nullptr, length_, length_ + b.slots_run(), mask, 0);
-    enc.commit();
-  });
-}
-
-void Eagle3Drafter::truncate(int n) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (n < 0 || n > length_) fail(kOp, "truncate(" + std::to_string(n) + ") outside [0, " + std::to_string(length_) + "]");
-  length_ = n;
-  root_token_ = -1;  // the root's state belongs to the dropped suffix
+  return grow_tree(b, spec_.hidden_size, s_.ids, s_.pos, s_.g, s_.h2, s_.logits,
+                   [&](Encoder& enc, int F, const Tensor& mask, int slot0) {
+                     encode_forward(enc, F, nullptr, length_, slot0, mask, 0);
+                   });
 }
 
 }  // namespace eyas::speculative

@@ -4,12 +4,12 @@
 #pragma once
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "core/device.h"
 #include "core/encoder.h"
+#include "speculative/runtime_drafter.h"
 #include "speculative/tree.h"
 
 namespace eyas::speculative {
@@ -24,7 +24,7 @@ struct DrafterSpec {
   std::vector<float> rope_inv_freq;   // [rot_dim / 2]
 };
 
-class Eagle3Drafter {
+class Eagle3Drafter : public RuntimeDrafter {
  public:
   // weights: fc, fc.bias (optional), hidden_norm, input_norm, attn_{q,k,v,output}, post_norm,
   // ffn_{gate,up,down}, output_norm, output, token_embd. d2t: [Vd] absolute target ids (empty = identity).
@@ -37,14 +37,8 @@ class Eagle3Drafter {
   // Tree rooted at the last ingested token. Tree K/V goes to scratch slots after `length`.
   DraftTree expand(const TreePolicy& policy);
 
-  void truncate(int n);
-  void reset() { truncate(0); }
-  int length() const { return length_; }
-  int capacity() const { return max_context_; }
   const DrafterSpec& spec() const { return spec_; }
-  // Pre-norm output [H] and draft logits [Vd] of the last ingested row (for tests).
-  const std::vector<float>& last_hidden() const { return root_h_; }
-  const std::vector<float>& last_logits() const { return root_logits_; }
+  // last_hidden(): the pre-norm output [H]; last_logits(): the draft logits [Vd].
 
  private:
   struct Scratch {
@@ -57,16 +51,11 @@ class Eagle3Drafter {
                       int logit_row0);
 
   DrafterSpec spec_;
-  std::shared_ptr<Device> device_;
   std::vector<int32_t> d2t_;
-  int max_context_, cache_slots_;
-  int length_ = 0;
-  int32_t root_token_ = -1;
+  int cache_slots_;
   Tensor fc_, fc_bias_, hidden_norm_, input_norm_, wq_, wk_, wv_, wo_, post_norm_, w_gate_, w_up_, w_down_;
   Tensor out_norm_, lm_head_, embd_, inv_freq_, k_cache_, v_cache_;
   Scratch s_;
-  std::vector<float> root_h_, root_logits_;
-  std::mutex mutex_;  // calls run without the GIL; one at a time
 };
 
 }  // namespace eyas::speculative

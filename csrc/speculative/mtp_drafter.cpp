@@ -25,10 +25,8 @@ constexpr int kTreeSlots = 1024;  // scratch KV slots after the committed pairs 
 
 MtpDrafter::MtpDrafter(model::ModelSpec spec, model::WeightMap w, int block, const std::string& ffn_kind,
                        int max_context, std::shared_ptr<Device> device)
-    : spec_(std::move(spec)), device_(std::move(device)), max_context_(max_context) {
+    : RuntimeDrafter(kOp, max_context, std::move(device)), spec_(std::move(spec)) {
   model::validate_spec(spec_);
-  if (!device_) fail(kOp, "no device");
-  if (max_context < 1 || max_context > (1 << 24)) fail(kOp, "max_context must be in [1, 2^24]");
   if (block < 0) fail(kOp, "block must be >= 0");
   const int64_t H = spec_.hidden_size, V = spec_.vocab_size;
   const std::string p = "blk." + std::to_string(block) + ".";
@@ -100,61 +98,26 @@ void MtpDrafter::encode_forward(Encoder& enc, int T, bool target_h, int prefix, 
 
 void MtpDrafter::ingest(const Tensor& hidden, const Tensor& tokens) {
   std::lock_guard<std::mutex> lock(mutex_);
-  check_dtype(kOp, "hidden", hidden, DType::F32);
-  check_ndim(kOp, "hidden", hidden, 2);
-  check_dim(kOp, "hidden", hidden, 1, spec_.hidden_size);
-  check_dtype(kOp, "tokens", tokens, DType::I32);
-  check_ndim(kOp, "tokens", tokens, 1);
-  check_dim(kOp, "tokens", tokens, 0, hidden.dim(0));
-  const int T = int(hidden.dim(0));
-  if (T < 1) fail(kOp, "ingest needs at least one (hidden, token) pair");
-  if (int64_t(length_) + T > max_context_)
-    fail(kOp, "ingest of " + std::to_string(T) + " pairs at length " + std::to_string(length_) +
-                  " exceeds max_context " + std::to_string(max_context_));
-  const int32_t* tk = tokens.data<int32_t>();
-  for (int i = 0; i < T; ++i)
-    if (tk[i] < 0 || tk[i] >= spec_.vocab_size) fail(kOp, "token id " + std::to_string(tk[i]) + " outside the vocabulary");
+  const int T = check_pairs(hidden, "hidden", spec_.hidden_size, tokens, spec_.vocab_size);
   const int64_t H = spec_.hidden_size;
   ensure_scratch(std::min(T, kChunk), 1);
-  int C = 0;
-  for (int c0 = 0; c0 < T; c0 += kChunk) {
-    C = std::min(kChunk, T - c0);
-    std::memcpy(s_.ids.data<int32_t>(), tk + c0, size_t(C) * sizeof(int32_t));
+  const int C = run_chunks(tokens.data<int32_t>(), T, kChunk, s_.ids, s_.pos, [&](Encoder& enc, int c0, int C) {
     std::memcpy(s_.h.data<float>(), hidden.data<float>() + c0 * H, size_t(C * H) * sizeof(float));
-    for (int i = 0; i < C; ++i) s_.pos.data<int32_t>()[i] = length_ + i;  // pair position = hidden's position
-    Encoder enc(*device_);
     encode_forward(enc, C, true, length_, length_, Tensor{}, C - 1);  // causal: each row sees the rows before it
-    enc.commit();
-    length_ += C;
-  }
-  root_h_.assign(s_.o.data<float>() + (C - 1) * H, s_.o.data<float>() + C * H);
-  root_logits_.assign(s_.logits.data<float>(), s_.logits.data<float>() + spec_.vocab_size);
-  root_token_ = tk[T - 1];
+  });
+  set_root(s_.o.data<float>() + (C - 1) * H, H, s_.logits.data<float>(), spec_.vocab_size,
+           tokens.data<int32_t>()[T - 1]);
 }
 
 DraftTree MtpDrafter::expand(const TreePolicy& policy) {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (root_token_ < 0) fail(kOp, "expand needs a preceding ingest");
+  check_tree(policy, policy.depth, kTreeSlots);
   TreeBuilder b(policy, {}, spec_.vocab_size);
-  if (int64_t(policy.top_k) * policy.depth > kTreeSlots)
-    fail(kOp, "top_k * depth exceeds the drafter's " + std::to_string(kTreeSlots) + " tree slots");
-  b.start(root_token_, root_logits_.data());
-  const int64_t H = spec_.hidden_size;
   ensure_scratch(policy.top_k, policy.top_k);
-  const int F0 = int(b.frontier_tokens().size());
-  for (int j = 0; j < F0; ++j) std::memcpy(s_.h.data<float>() + j * H, root_h_.data(), size_t(H) * sizeof(float));
-  return expand_levels(b, length_, H, s_.ids, s_.pos, s_.h, s_.o, s_.logits, [&](int F, const Tensor& mask) {
-    Encoder enc(*device_);
-    encode_forward(enc, F, false, length_, length_ + b.slots_run(), mask, 0);
-    enc.commit();
-  });
-}
-
-void MtpDrafter::truncate(int n) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (n < 0 || n > length_) fail(kOp, "truncate(" + std::to_string(n) + ") outside [0, " + std::to_string(length_) + "]");
-  length_ = n;
-  root_token_ = -1;  // the root's state belongs to the dropped suffix
+  return grow_tree(b, spec_.hidden_size, s_.ids, s_.pos, s_.h, s_.o, s_.logits,
+                   [&](Encoder& enc, int F, const Tensor& mask, int slot0) {
+                     encode_forward(enc, F, false, length_, slot0, mask, 0);
+                   });
 }
 
 }  // namespace eyas::speculative

@@ -9,7 +9,6 @@
 // pairs [0, length) plus scratch tree slots after them, as the EAGLE-3 drafter's does.
 #pragma once
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -17,11 +16,12 @@
 #include "core/encoder.h"
 #include "model/layer.h"
 #include "model/spec.h"
+#include "speculative/runtime_drafter.h"
 #include "speculative/tree.h"
 
 namespace eyas::speculative {
 
-class MtpDrafter {
+class MtpDrafter : public RuntimeDrafter {
  public:
   // spec: the target's; block: the MTP block's index in `weights` (blk.{block}.nextn.{eh_proj, enorm, hnorm,
   // shared_head_norm}, optional nextn.{embed_tokens, shared_head_head}, and the block's attention and
@@ -34,14 +34,7 @@ class MtpDrafter {
   void ingest(const Tensor& hidden, const Tensor& tokens);
   // Tree rooted at the last ingested token (EAGLE-2 expansion); tree K/V goes to scratch slots after `length`.
   DraftTree expand(const TreePolicy& policy);
-
-  void truncate(int n);
-  void reset() { truncate(0); }
-  int length() const { return length_; }
-  int capacity() const { return max_context_; }
-  // The normed output o [H] and logits [V] of the last ingested row (for tests).
-  const std::vector<float>& last_hidden() const { return root_h_; }
-  const std::vector<float>& last_logits() const { return root_logits_; }
+  // last_hidden(): the normed output o [H]; last_logits(): the logits [V].
 
  private:
   struct Scratch {
@@ -54,17 +47,11 @@ class MtpDrafter {
   void encode_forward(Encoder& enc, int T, bool target_h, int prefix, int slot0, const Tensor& mask, int logit_row0);
 
   model::ModelSpec spec_;  // the layers keep a reference: it lives as long as they do
-  std::shared_ptr<Device> device_;
-  int max_context_;
-  int length_ = 0;
-  int32_t root_token_ = -1;
   Tensor embd_, target_norm_, enorm_, hnorm_, eh_proj_, head_norm_, lm_head_;
   std::unique_ptr<model::Layer> mixer_, ffn_;
   std::unique_ptr<model::Workspace> mixer_ws_, ffn_ws_;
   std::unique_ptr<model::LayerState> kv_;
   Scratch s_;
-  std::vector<float> root_h_, root_logits_;
-  std::mutex mutex_;  // calls run without the GIL; one at a time
 };
 
 }  // namespace eyas::speculative
