@@ -192,11 +192,25 @@ def test_a_greedy_chooser_starts_from_the_previous_ones_costs_and_acceptance():
     first = DepthChooser(3)
     run(first, 100, accepted_of=lambda d: 0, cost_of=lambda d: 1.0 + 0.5 * d)
     second = DepthChooser(3, previous=first)
-    assert second.cost == first.cost and second.tried[1] == pytest.approx(first.tried[1] / 2)
+    assert second.cost == first.cost and second.tried[1] == pytest.approx(min(first.tried[1], DepthChooser.CARRIED_TRIES))
+    assert second.accepted[1] / second.tried[1] == pytest.approx(first.accepted[1] / first.tried[1])
     assert second.choose() == 0  # no drafts to re-measure what the last generation learnt
     assert DepthChooser(4, previous=first).choose() == 1  # another max depth starts afresh
     fixed = DepthChooser(3, cost=lambda d: 1.0 + 0.25 * d, previous=first)
     assert not fixed.warm and fixed.tried == [0.0] * 4  # sampling: nothing carries over
+
+
+def test_a_carried_chooser_drops_to_plain_soon_when_drafts_stop_landing():
+    """After a workload where every draft landed, content the drafter misses (a chat after code) turns
+    the carried-over chooser to plain steps within a handful of drafting rounds, not dozens."""
+    first = DepthChooser(3)
+    run(first, 300, accepted_of=lambda d: d, cost_of=lambda d: 1.0 + 0.4 * d)
+    assert first.best() == 3
+    second = DepthChooser(3, previous=first)
+    picks = run(second, 60, accepted_of=lambda d: 0, cost_of=lambda d: 1.0 + 0.4 * d)
+    assert picks[0] == 3  # it starts where the last generation ended
+    assert picks[8:15] == [0] * 7 and sum(d > 0 for d in picks[:8]) <= 6  # plain after a handful
+    assert sum(d > 0 for d in picks[15:]) <= 3  # then only sparse one-token probes
 
 
 def test_fixed_cost_chooser_ignores_times():

@@ -32,12 +32,15 @@ class DepthChooser:
     PROBE_EVERY = 16  # rounds between re-measurements of another depth (in turn) than the current choice
     MAX_PROBE_GAP = 64  # while plain steps win, probes of depth 1 come at gaps doubling up to this
 
-    CARRIED_WEIGHT = 0.5  # how much of the previous generation's acceptance counts a new one starts with
+    # The previous generation's acceptance counts as at most this many tries per position: enough to
+    # start drafting where drafts paid, few enough that content the drafter misses (a chat after code)
+    # turns it back to plain steps within a handful of rounds.
+    CARRIED_TRIES = 4.0
 
     def __init__(self, max_depth: int, cost=None, previous: "DepthChooser | None" = None):
         """previous: the chooser of the previous generation with the same drafter (greedy only: the
         choice may then depend on earlier requests, which greedy output never does). Its measured
-        costs and, at half weight, its acceptance carry over, so a new generation starts where the
+        costs and, as a few tries' worth (CARRIED_TRIES), its acceptance carry over, so a new generation starts where the
         last one ended instead of re-measuring (on content the drafter predicts badly, each
         generation would otherwise pay for its own first drafts)."""
         if not isinstance(max_depth, int) or max_depth < 1:
@@ -57,8 +60,9 @@ class DepthChooser:
         self.warm = previous is not None and not self.fixed and not previous.fixed and previous.max_depth == max_depth
         if self.warm:
             self.cost = list(previous.cost)
-            self.tried = [self.CARRIED_WEIGHT * t for t in previous.tried]
-            self.accepted = [self.CARRIED_WEIGHT * a for a in previous.accepted]
+            scale = [min(1.0, self.CARRIED_TRIES / t) if t > 0 else 0.0 for t in previous.tried]
+            self.tried = [k * t for k, t in zip(scale, previous.tried)]
+            self.accepted = [k * a for k, a in zip(scale, previous.accepted)]
             self._probe_gap = previous._probe_gap  # probes stay as rare as they had become
             self._next_probe = previous._probe_gap
 

@@ -132,7 +132,9 @@ class SpeculativeGenerator:
             if policy.total_tokens > room:
                 policy = TreePolicy(policy.top_k, policy.depth, room)
             t0 = time.perf_counter()
-            proposer.ingest(np.concatenate(pending_aux), np.concatenate(pending_tokens))
+            pairs = np.concatenate(pending_tokens)
+            proposer.ingest(np.concatenate(pending_aux), pairs)
+            t_ingested = time.perf_counter()
             tree = proposer.propose(policy)
             t1 = time.perf_counter()
             verified = verify(target, tree, self.n_features, self.lazy)
@@ -146,7 +148,10 @@ class SpeculativeGenerator:
             s.accept_s += t3 - t2
             s.observe(tree.size, len(acc.path) - 1, int(tree.depths.max()))
             if chooser:
-                last = (tree.size - 1, len(acc.path) - 1, t0)
+                # A catch-up ingest (the prompt, or the pairs of the plain steps since the last draft) is
+                # paid once for many rounds, not by this one: its time would make drafting look dearer.
+                catch_up = len(pairs) > depth + 1
+                last = (tree.size - 1, len(acc.path) - 1, t_ingested if catch_up else t0)
             # The accepted nodes' features pair with the tokens that follow them (reference §3.1).
             pending_aux, pending_tokens = [verified.features[acc.path]], [acc.tokens]
             yield acc.tokens.tolist()

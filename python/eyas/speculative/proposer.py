@@ -77,9 +77,18 @@ _FACTORIES: dict[str, Callable[..., Proposer | None]] = {}
 
 class RuntimeProposer(Proposer):
     """A proposer whose drafting runs in a C++ runtime (its own KV cache, EAGLE-2 tree expansion):
-    ingest, length, truncate and propose go to the runtime that `make_runtime(capacity)` builds."""
+    ingest, length, truncate and propose go to the runtime that `make_runtime(capacity)` builds.
+
+    The runtime reads at most the last `PROMPT_WINDOW` pairs of what it is first given (a prompt): its
+    own prefill of a long document (one layer over every position, ~1/15 of the target's prefill on
+    the 2-core CPU, paid before the first draft) would cost more than the drafts save there, and its
+    guesses lean on recent context (the target's features carry the rest). The skipped pairs still
+    count in `length`; the runtime's positions start after them (rope sees relative positions only)."""
+
+    PROMPT_WINDOW = 1024
 
     _runtime = None
+    _skipped = 0  # leading pairs of the sequence the runtime never read
 
     @abc.abstractmethod
     def make_runtime(self, capacity: int):
@@ -88,16 +97,27 @@ class RuntimeProposer(Proposer):
     def reset(self, capacity: int) -> None:
         self._runtime = self.make_runtime(capacity)
         self._runtime.reset()
+        self._skipped = 0
 
     def ingest(self, features: np.ndarray, tokens: np.ndarray) -> None:
+        if self._runtime.length == 0 and len(tokens) > self.PROMPT_WINDOW:
+            skip = len(tokens) - self.PROMPT_WINDOW
+            self._skipped += skip
+            features, tokens = features[skip:], tokens[skip:]
         self._runtime.ingest(features, tokens)
 
     @property
     def length(self) -> int:
-        return self._runtime.length if self._runtime is not None else 0
+        return self._skipped + self._runtime.length if self._runtime is not None else 0
 
     def truncate(self, n: int) -> None:
-        self._runtime.truncate(n)
+        if not isinstance(n, int) or not 0 <= n <= self.length:
+            fail(f"truncate({n!r}) outside [0, {self.length}]")
+        if n >= self._skipped:
+            self._runtime.truncate(n - self._skipped)
+        else:  # back inside the skipped part: the runtime starts again after n skipped pairs
+            self._runtime.reset()
+            self._skipped = n
 
     def propose(self, policy: TreePolicy) -> DraftTree:
         t = self._runtime.expand(policy.top_k, policy.depth, policy.total_tokens)
