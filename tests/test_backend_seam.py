@@ -38,6 +38,8 @@ CALLS = {
     "argmax": lambda e: ops.argmax(_r(2, 8), encoder=e),
     "topk": lambda e: ops.topk(_r(2, 8), 3, encoder=e),
     "attention": lambda e: ops.attention(_r(1, 2, 16), _r(1, 4, 16), _r(1, 4, 16), 0, encoder=e),
+    "attention_many": lambda e: ops.attention_many(
+        [dict(q=_r(1, 2, 16), k_cache=_r(1, 4, 16), v_cache=_r(1, 4, 16), prefix_len=0, mask=None)], 0.25, encoder=e),
     "kv_write": lambda e: ops.kv_write(_r(2, 1, 16), _z(1, 4, 16), 0, encoder=e),
     "kv_move_rows": lambda e: ops.kv_move_rows(_z(1, 4, 16), np.array([2, 3], i32), 0, encoder=e),
     "matmul": lambda e: ops.matmul(_r(2, 32), _r(4, 32).view(np.uint8), "F32", [4, 32], encoder=e),

@@ -2,6 +2,7 @@
 #include <vector>
 
 #include "core/encoder.h"
+#include "ops/attention_call.h"
 
 namespace eyas::ops {
 
@@ -13,14 +14,6 @@ namespace eyas::ops {
 // A query's output is bit-identical to a decode (Tq = 1) over its visible keys laid out contiguously.
 void attention(Encoder& enc, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, int prefix_len,
                const Tensor& mask, float scale, const Tensor& o);
-
-// One attention call of attention_many: its own queries, cache, prefix, mask and output.
-struct AttentionCall {
-  Tensor q, k_cache, v_cache;
-  int prefix_len = 0;
-  Tensor mask;  // undefined: causal
-  Tensor o;
-};
 
 // Several independent calls with one scale (the sequences of a batched forward, each over its own
 // cache) as one dispatch, so small decode calls share the threads; each call's output is the bits

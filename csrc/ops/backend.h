@@ -12,7 +12,7 @@
 
 #include "core/encoder.h"
 #include "metal/kernel_args.h"
-#include "ops/attention.h"
+#include "ops/attention_call.h"
 
 namespace eyas::ops {
 
