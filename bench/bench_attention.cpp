@@ -3,7 +3,8 @@
 // GB/s counts the K and V rows each query needs once per kv head: sum_i visible(i) * Hkv * D * 8 bytes.
 // EYAS_BENCH_COLD=1 evicts the caches before every call by reading EYAS_BENCH_EVICT_MB (default 192)
 // MiB (a decode step streams ~100 MB of weights between two uses of a layer's KV) and times T=1
-// only; EYAS_BENCH_T=1,8 limits the T column; EYAS_BENCH_KV=f16 uses a half-precision cache.
+// only; EYAS_BENCH_T=1,8 limits the T column; EYAS_BENCH_KV=f16 uses a half-precision cache;
+// EYAS_BENCH_SIMD=avx2 caps the kernels' SIMD level (to time the AVX2 path on an AVX-512 machine).
 #include <chrono>
 #include <cmath>
 #include <algorithm>
@@ -16,6 +17,7 @@
 
 #include "core/encoder.h"
 #include "ops/attention.h"
+#include "ops/cpu_controls.h"
 #include "ops/kv.h"
 
 using namespace eyas;
@@ -87,6 +89,7 @@ bool listed(const char* var, int value) {
 
 int main(int argc, char** argv) {
   Device dev("cpu", argc > 1 ? std::atoi(argv[1]) : 0);  // optional thread count
+  if (const char* simd = std::getenv("EYAS_BENCH_SIMD")) ops::cap_simd_kernels(simd);
   std::mt19937 rng(1);
   std::printf("tree attention, %d threads, %s cache (fastest us per call; GB/s of K+V rows read per kv head)\n",
               dev.num_threads(), half_cache() ? "F16" : "F32");

@@ -81,6 +81,21 @@ def test_the_choice_follows_a_change_of_content():
     assert c.best() == 3
 
 
+def test_drafts_must_promise_more_than_the_margin():
+    """A draft that pays a little less than the margin is left for plain steps; a little more is taken."""
+    def chooser(p1):
+        c = DepthChooser(1)
+        c.cost = [1.0, 1.2]
+        c.tried[1], c.accepted[1] = 1000.0, 1000.0 * p1
+        return c
+
+    gain = lambda p1: (1 + p1) / 1.2 - 1  # expected tokens per cost of a one-token draft, against plain
+    below, above = 0.2 + 1.2 * (DepthChooser.MARGIN - 0.01), 0.2 + 1.2 * (DepthChooser.MARGIN + 0.01)
+    assert 0 < gain(below) < DepthChooser.MARGIN < gain(above)
+    assert chooser(below).best() == 0
+    assert chooser(above).best() == 1
+
+
 def test_bad_arguments():
     with pytest.raises(ValueError, match=r"\[speculative\]"):
         DepthChooser(0)

@@ -31,6 +31,10 @@ class DepthChooser:
     COST_EMA = 0.2  # weight of a new round's time in c(d)
     PROBE_EVERY = 16  # rounds between re-measurements of another depth (in turn) than the current choice
     MAX_PROBE_GAP = 64  # while plain steps win, probes of depth 1 come at gaps doubling up to this
+    # Drafting must promise this much more than plain steps: the measured costs are noisy and miss some
+    # of what drafting costs (cache traffic, the drafter catching up after plain steps), so a draft
+    # predicted to gain less than this loses as often as it wins.
+    MARGIN = 0.05
 
     # The previous generation's acceptance counts as at most this many tries per position: enough to
     # start drafting where drafts paid, few enough that content the drafter misses (a chat after code)
@@ -96,7 +100,8 @@ class DepthChooser:
 
     def best(self) -> int:
         rates = [self.expected_tokens(d) / self._cost_estimate(d) for d in range(self.max_depth + 1)]
-        return max(range(self.max_depth + 1), key=lambda d: (rates[d], d))
+        d = max(range(1, self.max_depth + 1), key=lambda d: (rates[d], d))
+        return d if rates[d] > rates[0] * (1.0 + self.MARGIN) else 0
 
     def choose(self) -> int:
         self.rounds += 1
