@@ -9,7 +9,7 @@ from eyas.generation import plain_steps
 from eyas.sampling import SamplingParams
 from eyas.speculative import Eagle3Proposer, SpeculativeGenerator, TreePolicy
 from eyas.speculative import generator as generator_module
-from eyas.speculative.adaptive import DepthChooser, fixed_cost
+from eyas.speculative.adaptive import DepthChooser
 from tests.parity.cases_speculative import build, random_checkpoint
 from tests.test_speculative_greedy import AUX, LAYERS, make_target, probe_logits, take
 
@@ -96,18 +96,6 @@ def test_drafts_must_promise_more_than_the_margin():
     assert chooser(above).best() == 1
 
 
-def test_the_fixed_cost_model_grows_with_the_context():
-    """Under sampling the costs come from fixed_cost at the committed length: each node pays its own
-    attention over the context, so the same acceptance drafts less after a long document."""
-    c = DepthChooser(3, cost=fixed_cost)
-    c.tried[1:] = [100.0, 100.0, 100.0]
-    c.accepted[1:] = [62.0, 62.0, 62.0]
-    assert c.cost == [fixed_cost(d) for d in range(4)] and c.best() > 0
-    c.set_context(2500)
-    assert c.cost == [fixed_cost(d, 2500) for d in range(4)] and c.cost[1] > fixed_cost(1) + 0.2
-    assert c.best() == 0
-
-
 def test_bad_arguments():
     with pytest.raises(ValueError, match=r"\[speculative\]"):
         DepthChooser(0)
@@ -136,9 +124,6 @@ class Scripted:
 
     def __init__(self, max_depth, cost=None, previous=None):
         self.i, self.seen = -1, []
-
-    def set_context(self, tokens):
-        pass
 
     def choose(self):
         self.i += 1
@@ -226,7 +211,7 @@ def test_a_greedy_chooser_starts_from_the_previous_ones_costs_and_acceptance():
     assert second.accepted[1] / second.tried[1] == pytest.approx(first.accepted[1] / first.tried[1])
     assert second.choose() == 0  # no drafts to re-measure what the last generation learnt
     assert DepthChooser(4, previous=first).choose() == 1  # another max depth starts afresh
-    fixed = DepthChooser(3, cost=lambda d, context: 1.0 + 0.25 * d, previous=first)
+    fixed = DepthChooser(3, cost=lambda d: 1.0 + 0.25 * d, previous=first)
     assert not fixed.warm and fixed.tried == [0.0] * 4  # sampling: nothing carries over
 
 
@@ -244,7 +229,7 @@ def test_a_carried_chooser_drops_to_plain_soon_when_drafts_stop_landing():
 
 
 def test_fixed_cost_chooser_ignores_times():
-    c = DepthChooser(3, cost=lambda d, context: 1.0 + 0.25 * d)
+    c = DepthChooser(3, cost=lambda d: 1.0 + 0.25 * d)
     assert c.cost == [1.0, 1.25, 1.5, 1.75]
     assert c.choose() == 1
     c.observe(1, 1, 123.0)

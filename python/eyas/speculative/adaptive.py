@@ -15,25 +15,17 @@ machine's load (DESIGN invariant 4): there c(d) comes from a fixed cost model in
 from __future__ import annotations
 
 
-# Per drafted token, in plain steps: its share of a short-context round, and what every 1,024 tokens of
-# context add (each tree node pays its own attention over the context, an ever larger part of a step).
-FIXED_NODE_COST = 0.35
-FIXED_NODE_COST_PER_1K = 0.1
-
-
-def fixed_cost(d: int, context: int = 0) -> float:
-    """A round drafting d tokens after `context` tokens, in plain decode steps. At short context as
-    measured on the 2-core reference CPU (docs/speculative.md: propose + verify + accept of chains of
-    1-4 cost 1.33-1.41, 1.64, 1.92-1.99 and 2.42-2.44 steps); at 2.3K-2.7K tokens chains of 1-3 cost
-    1.57, 1.73-2.16 and 2.54-2.65 steps on Zen 4, about 0.55 a token."""
-    return 1.0 + d * (FIXED_NODE_COST + FIXED_NODE_COST_PER_1K * context / 1024)
+def fixed_cost(d: int) -> float:
+    """A round drafting d tokens in plain decode steps, as measured on the 2-core reference CPU
+    (docs/speculative.md: propose + verify + accept of chains of 1-4 cost 1.33-1.41, 1.64,
+    1.92-1.99 and 2.42-2.44 steps)."""
+    return 1.0 + 0.35 * d
 
 
 class DepthChooser:
     """max_depth: deepest chain to draft. Call `choose()` before a round, `observe()` after it.
-    cost: None to measure c(d) from the rounds' times, or a function (d, context tokens) -> relative
-    cost (then the choice is deterministic: it depends on acceptance and the context length alone;
-    `set_context` moves it along)."""
+    cost: None to measure c(d) from the rounds' times, or a function d -> relative cost (then the
+    choice is deterministic: it depends on acceptance alone)."""
 
     DECAY = 0.97  # per try of a position: recent tries weigh more (content changes within a reply)
     COST_EMA = 0.2  # weight of a new round's time in c(d)
@@ -61,8 +53,8 @@ class DepthChooser:
         self.fixed = cost is not None
         # c(d): seconds per round at depth d as measured, or the fixed model's relative costs
         self.cost: list[float | None] = [None] * (max_depth + 1)
-        self._cost_model = cost
-        self.set_context(0)
+        if self.fixed:
+            self.cost = [float(cost(d)) for d in range(max_depth + 1)]
         self.tried = [0.0] * (max_depth + 1)  # [j]: decayed rounds that drafted j after accepting j - 1
         self.accepted = [0.0] * (max_depth + 1)  # [j]: ... and accepted j
         self.rounds = 0
@@ -77,11 +69,6 @@ class DepthChooser:
             self.accepted = [k * a for k, a in zip(scale, previous.accepted)]
             self._probe_gap = previous._probe_gap  # probes stay as rare as they had become
             self._next_probe = previous._probe_gap
-
-    def set_context(self, tokens: int) -> None:
-        """A fixed cost model's costs after `tokens` tokens of context (measured costs follow it anyway)."""
-        if self.fixed:
-            self.cost = [float(self._cost_model(d, tokens)) for d in range(self.max_depth + 1)]
 
     def acceptance(self, j: int) -> float:
         """p_j with a uniform prior (1 accepted out of 2 before any data)."""

@@ -115,8 +115,6 @@ class SpeculativeGenerator:
             if gated:
                 depth = 0  # a plain step that the chooser neither schedules nor times
             else:
-                if chooser:
-                    chooser.set_context(target.length)
                 depth = chooser.choose() if chooser else policy.depth
             if depth == 0:  # a plain step; the proposer ingests its pair before the next propose
                 t0 = time.perf_counter()
