@@ -8,7 +8,7 @@ from eyas import _core
 from tests.test_transformer_reference import make_model, random_tree
 from tests.test_transformer_invariance import AUX, MODELS
 
-BATCHABLE = list(MODELS)  # every attention-only architecture of the invariance suite
+BATCHABLE = list(MODELS)  # every attention-only architecture of the invariance suite (hybrids below)
 
 
 def sequences(name, n, threads=2, chunk=256):
@@ -106,25 +106,61 @@ def test_bad_batches_fail_clearly_and_leave_sequences_untouched():
     assert a.pending == 0 and b.pending == 0
 
 
-def test_hybrid_state_refuses_a_batch_of_several_but_runs_one(tmp_path):
-    """Gated DeltaNet's recurrent state does not run beside other sequences yet: a clear error up front."""
+@pytest.fixture(scope="module", params=["dense", "moe", "next"])
+def hybrid(request, tmp_path_factory):
+    """A tiny Qwen3.5 (dense, MoE) or Qwen3-Next checkpoint, loaded: Gated DeltaNet layers keep a
+    recurrent state per sequence."""
     import warnings
 
     from eyas.loaders import load_model
     from tests.fixtures import tiny_qwen35
 
+    folder = tmp_path_factory.mktemp(f"qwen35-{request.param}")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        tiny_qwen35.make_hf("dense", tmp_path)
-    m = load_model(tmp_path)
-    dev = _core.Device("cpu", 1)
-    a, b = (_core.Transformer(m.spec, m.weights, max_context=32, device=dev) for _ in range(2))
-    one = np.array([1], np.int32)
-    with pytest.raises(ValueError, match="cannot run beside other sequences"):
-        a.forward_batch([dict(target=a, tokens=one), dict(target=b, tokens=one)])
-    assert a.pending == 0 and b.pending == 0
-    (got,) = a.forward_batch([dict(target=a, tokens=one, logits="all")])
-    same_bits(got["logits"], b.forward(one, logits="all")["logits"], "a batch of one on a hybrid")
+        tiny_qwen35.make_hf(request.param, folder)
+    return load_model(folder)
+
+
+def test_hybrid_batch_rows_equal_each_sequence_alone(hybrid):
+    """Gated DeltaNet layers in a batch: each sequence's recurrence runs from its own conv and recurrent
+    state, so decode rows, trees and chains beside other sequences give their own forward's bits, and a
+    committed tree path (replayed from the kept update inputs) leaves the state its own forward would."""
+    m = hybrid
+    rng = np.random.default_rng(6)
+    dev = _core.Device("cpu", 2)
+    make = lambda: _core.Transformer(m.spec, m.weights, max_context=64, aux_layers=[1], device=dev)
+    batch, alone = [make() for _ in range(4)], [make() for _ in range(4)]
+    V = m.spec["vocab_size"]
+    for a, b, n in zip(batch, alone, (5, 9, 1, 14)):
+        p = rng.integers(0, V, n).astype(np.int32)
+        a.prefill(p)
+        b.prefill(p)
+    for step in range(4):
+        items = [mixed_round(rng, V, i + step) for i in range(4)]
+        got = batch[0].forward_batch([dict(it, target=t) for it, t in zip(items, batch)])
+        for i, (it, t, res) in enumerate(zip(items, alone, got)):
+            want = t.forward(it["tokens"], mask=it.get("mask"), depths=it.get("depths"), logits=it["logits"],
+                             capture_aux=it["capture_aux"])
+            for key in want:
+                if key == "argmax":
+                    assert res[key] == want[key], f"step {step} sequence {i}: argmax"
+                else:
+                    same_bits(res[key], want[key], f"step {step} sequence {i}: {key}")
+        for t_batch, t_alone, it in zip(batch, alone, items):  # a tree keeps a root-to-node path, a chain all
+            tree = "mask" in it
+            keep = ([0, 1] if it["depths"][1] == 1 else [0]) if tree else list(range(len(it["tokens"])))
+            t_batch.commit(keep)
+            t_alone.commit(keep)
+    for i, (a, b) in enumerate(zip(batch, alone)):
+        gdn = [k for k, kind in enumerate(a.layer_kinds) if kind == "gdn"]
+        assert gdn
+        for k in gdn:
+            mine, theirs = a.layer_state(k), b.layer_state(k)
+            for name in ("conv", "recurrent"):
+                same_bits(mine[name], theirs[name], f"sequence {i}: layer {k} {name} state after the rounds")
+        x = a.forward(np.array([3], np.int32), logits="all")["logits"]
+        same_bits(x, b.forward(np.array([3], np.int32), logits="all")["logits"], f"sequence {i} after the rounds")
 
 
 def test_batcher_groups_threads_and_isolates_a_bad_request():

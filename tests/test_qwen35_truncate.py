@@ -101,3 +101,22 @@ def test_reusable_is_what_the_target_can_keep(folder):
     assert generation.reusable(t, None, len(ids) + 2) == len(ids)
     assert generation.reusable(t, None, len(ids) - 1) == 0
     assert generation.reusable(t, None, 0) == 0
+
+
+PROMPTS = ["Once upon a time", "The quick brown fox", "a", "1 2 3 4", "zzz"]
+
+
+@pytest.mark.parametrize("family", ["none", "mtp"])
+@pytest.mark.parametrize("sampling", [SamplingParams(), SamplingParams(temperature=0.8, top_p=0.9, seed=7)],
+                         ids=["greedy", "seeded"])
+def test_hybrid_requests_batch_together_and_keep_their_bits(folder, family, sampling, engine_for):
+    """Continuous batching on a hybrid target: requests' Gated DeltaNet rows share one forward (each from
+    its own recurrent state) and every request gets the tokens it gets alone."""
+    model = api.load(folder, drafter_family=family, max_context=128)
+    want = [fresh(model, model.encode_prompt(p), sampling, 10) for p in PROMPTS]
+    engine = engine_for(model, max_concurrency=3, max_queue=16, start=False)
+    got = collect(engine, [Request(model.encode_prompt(p), sampling, 10) for p in PROMPTS], start=True)
+    assert [g["tokens"] for g in got] == want
+    b = engine.batcher
+    assert b.widest >= 2 and b.batched_forwards > b.batches, (b.widest, b.batches, b.batched_forwards)
+    assert b.failed_batches == 0  # the batches ran as batches, not one by one after a refusal

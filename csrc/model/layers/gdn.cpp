@@ -6,6 +6,7 @@
 #include "ops/elementwise.h"
 #include "ops/gdn.h"
 #include "ops/matmul.h"
+#include "ops/model_misc.h"
 #include "ops/norm.h"
 
 namespace eyas::model {
@@ -53,8 +54,18 @@ class Gdn : public Layer {
     return std::make_unique<GdnState>(dims_of(spec_), spec_.gdn.conv_kernel, A_, dt_bias_);
   }
   void encode(Encoder& enc, const Chunk& c, Workspace& ws, LayerState* state) const override;
+  // Several sequences: the projections over every row at once, then each sequence's recurrence from
+  // its own state, then the output half over every row (each row's bits are those of its forward alone).
+  void encode_segments(Encoder& enc, const Chunk& c, Workspace& ws, const std::vector<LayerState*>& states) const override;
 
  private:
+  // x -> r.u, r.a, r.b and the output gate z (every row of the chunk).
+  void project(Encoder& enc, const Chunk& c, const GdnRows& r, const Tensor& z) const;
+  // One sequence's conv, delta rule and conv window over its rows; o: F32[t, Hv*Dv].
+  void recur(Encoder& enc, const GdnState::ChunkIo& io, const Tensor& o) const;
+  // Per head RMSNorm(o) * w * silu(z), the out projection and the residual (every row of the chunk).
+  void finish(Encoder& enc, const Chunk& c, const GdnWorkspace& w) const;
+
   const ModelSpec& spec_;  // owned by the Transformer, which outlives its layers
   ops::GdnDims d_;
   Tensor attn_norm_, w_qkv_, w_z_, w_b_, w_a_, conv_w_, dt_bias_, A_, norm_, w_out_;
@@ -79,24 +90,56 @@ Gdn::Gdn(const LayerInit& init) : spec_(init.spec), d_(dims_of(init.spec)) {
   w_out_ = take(w, p + "ssm_out", {H, Vw}, false);
 }
 
-void Gdn::encode(Encoder& enc, const Chunk& c, Workspace& workspace, LayerState* state) const {
-  const GdnWorkspace& w = static_cast<const GdnWorkspace&>(workspace);
-  const GdnState::ChunkIo io = static_cast<GdnState&>(*state).chunk(c.slot0, c.t, w.shared);
-  const GdnRows& r = io.rows;
+void Gdn::project(Encoder& enc, const Chunk& c, const GdnRows& r, const Tensor& z) const {
   ops::rms_norm(enc, c.x, attn_norm_, c.xn, spec_.rms_eps);
   ops::matmul(enc, c.xn, w_qkv_, r.u);
-  ops::matmul(enc, c.xn, w_z_, w.z);
+  ops::matmul(enc, c.xn, w_z_, z);
   ops::matmul(enc, c.xn, w_b_, r.b);
   ops::matmul(enc, c.xn, w_a_, r.a);
+}
+
+void Gdn::recur(Encoder& enc, const GdnState::ChunkIo& io, const Tensor& o) const {
+  const GdnRows& r = io.rows;
   ops::gdn_conv(enc, r.u, io.parents, io.conv_in, conv_w_, r.qkv);
-  ops::gdn_core(enc, d_, r.qkv, r.a, r.b, A_, dt_bias_, Tensor{}, io.parents, io.state_in, io.state_out, w.o);
+  ops::gdn_core(enc, d_, r.qkv, r.a, r.b, A_, dt_bias_, Tensor{}, io.parents, io.state_in, io.state_out, o);
   // After the conv has read conv_in (which may be the working window itself).
   if (io.conv_out.defined()) ops::gdn_conv_state(enc, io.conv_in, r.u, Tensor{}, io.conv_out);
-  // Per head: RMSNorm(o) * w * silu(z).
+}
+
+void Gdn::finish(Encoder& enc, const Chunk& c, const GdnWorkspace& w) const {
   ops::rms_norm(enc, w.o_heads, norm_, w.o_heads, spec_.rms_eps);
   ops::silu_mul(enc, w.z, w.o, w.o);
   ops::matmul(enc, w.o, w_out_, c.proj);
   ops::add(enc, c.x, c.proj, c.x);
+}
+
+void Gdn::encode(Encoder& enc, const Chunk& c, Workspace& workspace, LayerState* state) const {
+  const GdnWorkspace& w = static_cast<const GdnWorkspace&>(workspace);
+  const GdnState::ChunkIo io = static_cast<GdnState&>(*state).chunk(c.slot0, c.t, w.shared);
+  project(enc, c, io.rows, w.z);
+  recur(enc, io, w.o);
+  finish(enc, c, w);
+}
+
+void Gdn::encode_segments(Encoder& enc, const Chunk& c, Workspace& workspace,
+                          const std::vector<LayerState*>& states) const {
+  if (states.size() == 1) return encode(enc, c, workspace, states[0]);
+  const GdnWorkspace& w = static_cast<const GdnWorkspace&>(workspace);
+  const GdnRows& all = w.shared;
+  project(enc, c, all, w.z);
+  for (size_t i = 0; i < c.segments.size(); ++i) {
+    const Segment& g = c.segments[i];
+    const GdnRows mine{rows(all.u, g.row0, g.t), rows(all.qkv, g.row0, g.t), rows(all.a, g.row0, g.t),
+                       rows(all.b, g.row0, g.t)};
+    const GdnState::ChunkIo io = static_cast<GdnState&>(*states[i]).chunk(g.slot0, g.t, mine);
+    if (io.rows.u.data<float>() != mine.u.data<float>()) {  // the state keeps its rows for a commit's replay
+      ops::copy_cols(enc, mine.u, 0, io.rows.u, 0, int(w.channels));
+      ops::copy_cols(enc, mine.a, 0, io.rows.a, 0, int(w.heads));
+      ops::copy_cols(enc, mine.b, 0, io.rows.b, 0, int(w.heads));
+    }
+    recur(enc, io, rows(w.o, g.row0, g.t));
+  }
+  finish(enc, c, w);
 }
 
 std::unique_ptr<Layer> build_gdn(const LayerInit& init) { return std::make_unique<Gdn>(init); }

@@ -34,6 +34,8 @@ class GdnState : public LayerState {
   void truncate(int length, int n) override;
   int truncatable(int length, int n) const override;
   void reset() override;
+  // Each sequence's rows run from its own state and rows (Gdn::encode_segments).
+  bool batchable() const override { return true; }
   size_t bytes(int length) const override;
   // "conv": F32[K-1, C] the last K-1 conv inputs, oldest first; "recurrent": F32[Hv, Dk, Dv] in the spec's head order.
   std::vector<std::pair<std::string, Tensor>> committed() const override {

@@ -49,6 +49,7 @@ class ForwardBatcher:
         self.batched_forwards = 0
         self.batched_rows = 0
         self.widest = 0
+        self.failed_batches = 0  # batches that raised, whose forwards then ran one by one
 
     @property
     def sequences(self) -> int:
@@ -125,6 +126,8 @@ class ForwardBatcher:
             for w, r in zip(batch, results):
                 w.result = r
         except Exception:  # noqa: BLE001  one bad item must not fail the others: run each on its own
+            with self._cond:
+                self.failed_batches += 1
             for w in batch:
                 item = dict(w.item)
                 target = item.pop("target")

@@ -86,7 +86,9 @@ class ServerMetrics:
         return [("eyas_batches_total", "counter", b.batches, "Batched forwards run (continuous batching)."),
                 ("eyas_batched_sequences_total", "counter", b.batched_forwards,
                  "Sequence forwards that ran in a batch; divided by eyas_batches_total: the mean batch width."),
-                ("eyas_batched_rows_total", "counter", b.batched_rows, "Token rows that ran in batches.")]
+                ("eyas_batched_rows_total", "counter", b.batched_rows, "Token rows that ran in batches."),
+                ("eyas_failed_batches_total", "counter", b.failed_batches,
+                 "Batches that raised (a bad request among them); their forwards then ran one by one.")]
 
     def render(self) -> str:
         with self._lock:
