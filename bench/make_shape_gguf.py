@@ -1,7 +1,8 @@
 """Random-weight GGUFs at the shapes of real models, for speed comparisons (decode speed does not
-depend on weight values). The tokenizer is the bundled default model's (SmolLM2); for Qwen3 and
-Llama-3.1 shapes, whose tokenizers are not on disk, its token list is padded with unused control
-tokens (or cut) to the real vocabulary size, so only the embedding and output shapes are real.
+depend on weight values). The tokenizer is the bundled default model's (SmolLM2); for Qwen3,
+Qwen3.5 and Llama-3.1 shapes, whose tokenizers are not on disk, its token list is padded with unused
+control tokens (or cut) to the real vocabulary size, so only the embedding and output shapes are real.
+Qwen3.5 shapes are hybrids (`qwen35`): three Gated DeltaNet layers to one gated attention layer.
 
     python bench/make_shape_gguf.py --shape smollm2-1.7b --type Q4_K_M [--out ~/.cache/eyas-bench]
     python bench/make_shape_gguf.py --list
@@ -37,6 +38,23 @@ class Shape:
     vocab: int
     tied: bool  # output projection shares token_embd
     rope_base: float
+    gdn: "Gdn | None" = None  # Qwen3.5 hybrids: the Gated DeltaNet layers' sizes
+
+
+@dataclass(frozen=True)
+class Gdn:
+    k_heads: int
+    v_heads: int
+    head_dim: int  # key and value heads alike (llama.cpp assumes it)
+    conv: int = 4
+    interval: int = 4  # layer i is full attention iff (i + 1) % interval == 0
+    rope_fraction: float = 0.25  # partial rotary of the attention layers
+
+    def recurrent(self, i: int) -> bool:
+        return (i + 1) % self.interval != 0
+
+    def channels(self) -> int:  # conv channels: q | k | v
+        return (2 * self.k_heads + self.v_heads) * self.head_dim
 
 
 SHAPES = {
@@ -46,6 +64,11 @@ SHAPES = {
     "qwen3-0.6b": Shape("qwen3", 28, 1024, 3072, 16, 8, 128, 151936, True, 1000000.0),
     "qwen3-4b": Shape("qwen3", 36, 2560, 9728, 32, 8, 128, 151936, True, 1000000.0),
     "llama-3.1-8b": Shape("llama", 32, 4096, 14336, 32, 8, 128, 128256, False, 500000.0),
+    # Qwen3.5-0.8B's published text config (24 layers, 1024 wide, 8/2 heads of 256, FFN 3584, GDN 16/16 heads
+    # of 128). The 2B: llama.cpp names a 24-layer, 2048-wide qwen35 "2B"; its other sizes here are assumed
+    # (the 0.8B's heads, FFN 3x hidden), so treat it as a shape of that size, not the checkpoint.
+    "qwen3.5-0.8b": Shape("qwen35", 24, 1024, 3584, 8, 2, 256, 248320, True, 10000000.0, Gdn(16, 16, 128)),
+    "qwen3.5-2b": Shape("qwen35", 24, 2048, 6144, 8, 2, 256, 248320, True, 10000000.0, Gdn(16, 16, 128)),
 }
 
 # File types: the type most tensors get; llama.cpp's ftype ids (general.file_type).
@@ -79,18 +102,36 @@ def tensor_type(ftype: str, name: str, ncols: int, layer: int, n_layers: int, ti
     return t
 
 
+def stored_type(ftype: str, name: str, shape: tuple[int, ...], layer: int, s: Shape) -> QT:
+    """Norms, biases and the Gated DeltaNet conv kernel stay F32 (as llama.cpp keeps them); the rest tensor_type."""
+    if len(shape) == 1 or "ssm_conv1d" in name:
+        return QT.F32
+    return tensor_type(ftype, name, shape[-1], layer, s.layers, s.tied)
+
+
 def tensors(s: Shape) -> list[tuple[str, tuple[int, ...], int]]:
     """(name, numpy shape [rows, cols], layer) of every tensor, in llama.cpp's order."""
     q, kv = s.heads * s.head_dim, s.kv_heads * s.head_dim
     out = [("token_embd.weight", (s.vocab, s.hidden), 0)]
+    g = s.gdn
     for i in range(s.layers):
         b = f"blk.{i}."
-        out += [(b + "attn_norm.weight", (s.hidden,), i), (b + "attn_q.weight", (q, s.hidden), i),
-                (b + "attn_k.weight", (kv, s.hidden), i), (b + "attn_v.weight", (kv, s.hidden), i),
-                (b + "attn_output.weight", (s.hidden, q), i)]
-        if s.arch == "qwen3":
-            out += [(b + "attn_q_norm.weight", (s.head_dim,), i), (b + "attn_k_norm.weight", (s.head_dim,), i)]
-        out += [(b + "ffn_norm.weight", (s.hidden,), i), (b + "ffn_gate.weight", (s.ffn, s.hidden), i),
+        if g and g.recurrent(i):  # Gated DeltaNet: qkv, output gate, beta/alpha, conv, decay, per-head norm
+            vw = g.v_heads * g.head_dim
+            out += [(b + "attn_norm.weight", (s.hidden,), i), (b + "attn_qkv.weight", (g.channels(), s.hidden), i),
+                    (b + "attn_gate.weight", (vw, s.hidden), i), (b + "ssm_beta.weight", (g.v_heads, s.hidden), i),
+                    (b + "ssm_alpha.weight", (g.v_heads, s.hidden), i), (b + "ssm_conv1d.weight", (g.channels(), g.conv), i),
+                    (b + "ssm_dt.bias", (g.v_heads,), i), (b + "ssm_a", (g.v_heads,), i),
+                    (b + "ssm_norm.weight", (g.head_dim,), i), (b + "ssm_out.weight", (s.hidden, vw), i)]
+        else:  # gated attention (qwen35: q_proj also yields the gate), or a plain one
+            wq = 2 * q if g else q
+            out += [(b + "attn_norm.weight", (s.hidden,), i), (b + "attn_q.weight", (wq, s.hidden), i),
+                    (b + "attn_k.weight", (kv, s.hidden), i), (b + "attn_v.weight", (kv, s.hidden), i),
+                    (b + "attn_output.weight", (s.hidden, q), i)]
+            if s.arch in ("qwen3", "qwen35"):
+                out += [(b + "attn_q_norm.weight", (s.head_dim,), i), (b + "attn_k_norm.weight", (s.head_dim,), i)]
+        norm = "post_attention_norm.weight" if g else "ffn_norm.weight"
+        out += [(b + norm, (s.hidden,), i), (b + "ffn_gate.weight", (s.ffn, s.hidden), i),
                 (b + "ffn_up.weight", (s.ffn, s.hidden), i), (b + "ffn_down.weight", (s.hidden, s.ffn), i)]
     out.append(("output_norm.weight", (s.hidden,), 0))
     if not s.tied:
@@ -105,9 +146,15 @@ SCALE_FIELDS = {QT.Q8_0: (0,), QT.Q4_0: (0,), QT.Q5_0: (0,), QT.Q5_1: (0, 2), QT
 BLOCK_SCALE = {QT.Q8_0: 1e-3, QT.Q4_0: 1e-2, QT.Q5_0: 5e-3, QT.Q5_1: 5e-3, QT.Q4_K: 1e-4, QT.Q5_K: 5e-5, QT.Q6_K: 1e-4}
 
 
-def random_data(rng: np.random.Generator, t: QT, shape: tuple[int, ...]) -> np.ndarray:
+def random_data(rng: np.random.Generator, t: QT, shape: tuple[int, ...], name: str = "") -> np.ndarray:
+    if name.endswith("ssm_a"):  # -exp(A_log): a decay, so the recurrent state stays bounded
+        return np.full(shape, -1.0, np.float32)
+    if name.endswith("ssm_dt.bias"):
+        return np.zeros(shape, np.float32)
     if len(shape) == 1:
         return np.ones(shape, np.float32)  # norm weights
+    if t == QT.F32:  # the conv kernel
+        return rng.uniform(-0.5, 0.5, size=shape).astype(np.float32)
     rows, cols = shape
     if t == QT.F16:  # |w| in [2^-8, 2^-6): random mantissa and sign, exponent 7 or 8
         bits = rng.integers(0, 1 << 16, size=shape, dtype=np.uint16)
@@ -150,7 +197,16 @@ def write_gguf(path: Path, s: Shape, ftype: str, tokenizer: Path, seed: int = 0)
     w.add_uint32(f"{a}.attention.key_length", s.head_dim)
     w.add_uint32(f"{a}.attention.value_length", s.head_dim)
     w.add_float32(f"{a}.rope.freq_base", s.rope_base)
-    w.add_uint32(f"{a}.rope.dimension_count", s.head_dim)
+    g = s.gdn
+    w.add_uint32(f"{a}.rope.dimension_count", int(s.head_dim * g.rope_fraction) if g else s.head_dim)
+    if g:  # reference/qwen35_hybrid.md §1: the keys llama.cpp's converter writes
+        w.add_array(f"{a}.rope.dimension_sections", [11, 11, 10, 0])
+        w.add_uint32(f"{a}.ssm.conv_kernel", g.conv)
+        w.add_uint32(f"{a}.ssm.state_size", g.head_dim)
+        w.add_uint32(f"{a}.ssm.group_count", g.k_heads)
+        w.add_uint32(f"{a}.ssm.time_step_rank", g.v_heads)
+        w.add_uint32(f"{a}.ssm.inner_size", g.v_heads * g.head_dim)
+        w.add_uint32(f"{a}.full_attention_interval", g.interval)
     w.add_float32(f"{a}.attention.layer_norm_rms_epsilon", 1e-5 if a == "llama" else 1e-6)
     w.add_uint32(f"{a}.vocab_size", s.vocab)
     w.add_uint32("general.file_type", FILE_TYPES[ftype][1])
@@ -158,11 +214,11 @@ def write_gguf(path: Path, s: Shape, ftype: str, tokenizer: Path, seed: int = 0)
     copy_tokenizer(w, tokenizer, s.vocab)
     plan, counts = [], {}
     for name, shape, layer in tensors(s):
-        t = QT.F32 if len(shape) == 1 else tensor_type(ftype, name, shape[-1], layer, s.layers, s.tied)
+        t = stored_type(ftype, name, shape, layer, s)
         plan.append((name, shape, t))
         counts[t.name] = counts.get(t.name, 0) + 1
         if t == QT.F32:
-            w.add_tensor_info(name, shape, np.dtype(np.float32), 4 * shape[0])
+            w.add_tensor_info(name, shape, np.dtype(np.float32), 4 * int(np.prod(shape)))
         else:
             elems, nbytes = GGML_QUANT_SIZES[t]
             row = shape[1] // elems * nbytes
@@ -174,7 +230,7 @@ def write_gguf(path: Path, s: Shape, ftype: str, tokenizer: Path, seed: int = 0)
     w.write_kv_data_to_file()
     w.write_ti_data_to_file()
     for name, shape, t in plan:  # one tensor in memory at a time
-        w.write_tensor_data(random_data(rng, t, shape))
+        w.write_tensor_data(random_data(rng, t, shape, name))
     w.close()
     return counts
 
@@ -203,7 +259,7 @@ def main() -> None:
             if args.list:
                 for name, sh, layer in tensors(s):
                     if len(sh) == 2:
-                        print(shape, ftype, name, "x".join(map(str, sh)), tensor_type(ftype, name, sh[1], layer, s.layers, s.tied).name)
+                        print(shape, ftype, name, "x".join(map(str, sh)), stored_type(ftype, name, sh, layer, s).name)
                 continue
             args.out.mkdir(parents=True, exist_ok=True)
             tok = tok or args.tokenizer or default_tokenizer()
