@@ -37,18 +37,11 @@ def mixed_round(rng, V, i):
     return dict(tokens=tokens, mask=mask, depths=depths, logits="all", capture_aux=True)
 
 
-@pytest.mark.parametrize("name", BATCHABLE)
-def test_batch_rows_equal_each_sequence_alone(name):
-    rng = np.random.default_rng(3)
-    spec, batch = sequences(name, 4)
-    _, alone = sequences(name, 4)
-    V = spec["vocab_size"]
-    prompts = [rng.integers(0, V, n).astype(np.int32) for n in (5, 9, 1, 14)]
-    for a, b, p in zip(batch, alone, prompts):  # different lengths: different prefixes per sequence
-        a.prefill(p)
-        b.prefill(p)
-    for step in range(4):
-        items = [mixed_round(rng, V, i + step) for i in range(4)]
+def rounds_equal_alone(batch, alone, V, rng, keep_of, steps=4):
+    """Serving rounds of mixed items: the batch's result for each sequence has the bits of that sequence's
+    own forward (on its twin in `alone`); then both commit keep_of(item)."""
+    for step in range(steps):
+        items = [mixed_round(rng, V, i + step) for i in range(len(batch))]
         got = batch[0].forward_batch([dict(it, target=t) for it, t in zip(items, batch)])
         for i, (it, t, res) in enumerate(zip(items, alone, got)):
             want = t.forward(it["tokens"], mask=it.get("mask"), depths=it.get("depths"), logits=it["logits"],
@@ -59,10 +52,24 @@ def test_batch_rows_equal_each_sequence_alone(name):
                     assert res[key] == want[key], f"step {step} sequence {i}: argmax"
                 else:
                     same_bits(res[key], want[key], f"step {step} sequence {i}: {key}")
-        for t_batch, t_alone, it in zip(batch, alone, items):  # commit a path: the first rows of each
-            keep = list(range(1 if "mask" in it else len(it["tokens"])))
+        for t_batch, t_alone, it in zip(batch, alone, items):
+            keep = keep_of(it)
             t_batch.commit(keep)
             t_alone.commit(keep)
+
+
+@pytest.mark.parametrize("name", BATCHABLE)
+def test_batch_rows_equal_each_sequence_alone(name):
+    rng = np.random.default_rng(3)
+    spec, batch = sequences(name, 4)
+    _, alone = sequences(name, 4)
+    V = spec["vocab_size"]
+    prompts = [rng.integers(0, V, n).astype(np.int32) for n in (5, 9, 1, 14)]
+    for a, b, p in zip(batch, alone, prompts):  # different lengths: different prefixes per sequence
+        a.prefill(p)
+        b.prefill(p)
+    # commit a path: the first rows of each
+    rounds_equal_alone(batch, alone, V, rng, lambda it: list(range(1 if "mask" in it else len(it["tokens"]))))
     for i, (a, b) in enumerate(zip(batch, alone)):  # the caches held the same rows: the next step agrees
         assert a.length == b.length
         x = a.forward(np.array([3], np.int32), logits="all")["logits"]
@@ -136,22 +143,9 @@ def test_hybrid_batch_rows_equal_each_sequence_alone(hybrid):
         p = rng.integers(0, V, n).astype(np.int32)
         a.prefill(p)
         b.prefill(p)
-    for step in range(4):
-        items = [mixed_round(rng, V, i + step) for i in range(4)]
-        got = batch[0].forward_batch([dict(it, target=t) for it, t in zip(items, batch)])
-        for i, (it, t, res) in enumerate(zip(items, alone, got)):
-            want = t.forward(it["tokens"], mask=it.get("mask"), depths=it.get("depths"), logits=it["logits"],
-                             capture_aux=it["capture_aux"])
-            for key in want:
-                if key == "argmax":
-                    assert res[key] == want[key], f"step {step} sequence {i}: argmax"
-                else:
-                    same_bits(res[key], want[key], f"step {step} sequence {i}: {key}")
-        for t_batch, t_alone, it in zip(batch, alone, items):  # a tree keeps a root-to-node path, a chain all
-            tree = "mask" in it
-            keep = ([0, 1] if it["depths"][1] == 1 else [0]) if tree else list(range(len(it["tokens"])))
-            t_batch.commit(keep)
-            t_alone.commit(keep)
+    # a tree keeps a root-to-node path (two nodes when node 1 is a child of the root), a chain every row
+    rounds_equal_alone(batch, alone, V, rng, lambda it: ([0, 1] if it["depths"][1] == 1 else [0]) if "mask" in it
+                       else list(range(len(it["tokens"]))))
     for i, (a, b) in enumerate(zip(batch, alone)):
         gdn = [k for k, kind in enumerate(a.layer_kinds) if kind == "gdn"]
         assert gdn
