@@ -211,3 +211,30 @@ def test_threaded_kernels_give_the_bits_of_one_thread(threads):
     # A chain's first rows do not depend on how many rows follow (batch invariance).
     o = ops.gdn_core(qkv[:9], a[:9], b[:9], A, dt, chain[:9], state, hk=hk, dk=dk)
     assert np.array_equal(o, want[2][:9])
+
+
+def test_every_simd_level_gives_the_core_the_same_bits():
+    """The delta rule runs vectorized for each instruction set (AVX-512, AVX2, baseline); its loops sum
+    nothing across lanes and fuse nothing, so a tree's and a chain's outputs and final state are the
+    same bits at every level this CPU runs."""
+    hk, dk, hv, dv, n = 2, 64, 4, 128, 12
+    c = 2 * hk * dk + hv * dv
+    rng = np.random.default_rng(11)
+    qkv = rng.standard_normal((n, c)).astype(f32)
+    a, b = rng.standard_normal((n, hv)).astype(f32), rng.standard_normal((n, hv)).astype(f32)
+    A, dt = (-rng.uniform(0.05, 1.0, hv)).astype(f32), (0.5 * rng.standard_normal(hv)).astype(f32)
+    state = rng.standard_normal((hv, dk, dv)).astype(f32)
+    tree = np.array([-1] + [int(rng.integers(-1, i)) for i in range(1, n)], i32)
+    chain = np.arange(-1, n - 1, dtype=i32)
+    levels = _core.ops._simd_levels()
+    results = {}
+    try:
+        for level in levels:
+            _core.ops._cap_simd(level)
+            results[level] = (ops.gdn_core(qkv, a, b, A, dt, tree, state, hk=hk, dk=dk),
+                              *ops.gdn_core(qkv, a, b, A, dt, chain, state, hk=hk, dk=dk, final_state=True))
+    finally:
+        _core.ops._cap_simd(levels[-1])
+    for level in levels[1:]:
+        for got, want in zip(results[level], results[levels[0]]):
+            assert np.array_equal(got.view(np.uint32), want.view(np.uint32)), level

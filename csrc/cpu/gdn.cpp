@@ -5,6 +5,8 @@
 #include <cmath>
 #include <vector>
 
+#include "cpu/softmax_exp.h"
+
 namespace eyas::cpu {
 
 namespace {
@@ -27,9 +29,12 @@ float softplus(float x) { return x > 20.0f ? x : std::log1p(std::exp(x)); }
 
 // One delta-rule step of one head, dst = update(src) (dst may be src); S is [Dk, Dv], value index fastest:
 //   S' = alpha S;  delta = beta (v - S'^T k);  S = S' + k delta^T;  o = S^T q.
-// kv, delta: [Dv] scratch.
-void delta_step(int dk, int dv, const float* src, float* dst, const float* k, const float* v, const float* q,
-                float alpha, float beta, float* kv, float* delta, float* o) {
+// kv, delta: [Dv] scratch. Every loop runs over the value index with no sum across it and no fused
+// multiply-add (-ffp-contract=off), so the copies below, vectorized for each instruction set, give
+// the same bits.
+__attribute__((always_inline)) inline void delta_step_body(int dk, int dv, const float* src, float* dst,
+                                                           const float* k, const float* v, const float* q, float alpha,
+                                                           float beta, float* kv, float* delta, float* o) {
   for (int j = 0; j < dv; ++j) kv[j] = 0.0f;
   for (int i = 0; i < dk; ++i) {
     const float* s = src + int64_t(i) * dv;
@@ -51,6 +56,37 @@ void delta_step(int dk, int dv, const float* src, float* dst, const float* k, co
       o[j] += sv * qi;
     }
   }
+}
+
+using DeltaStep = void (*)(int, int, const float*, float*, const float*, const float*, const float*, float, float,
+                           float*, float*, float*);
+
+void delta_step_base(int dk, int dv, const float* src, float* dst, const float* k, const float* v, const float* q,
+                     float alpha, float beta, float* kv, float* delta, float* o) {
+  delta_step_body(dk, dv, src, dst, k, v, q, alpha, beta, kv, delta, o);
+}
+
+#if EYAS_X86
+__attribute__((target("avx2"))) void delta_step_avx2(int dk, int dv, const float* src, float* dst, const float* k,
+                                                     const float* v, const float* q, float alpha, float beta, float* kv,
+                                                     float* delta, float* o) {
+  delta_step_body(dk, dv, src, dst, k, v, q, alpha, beta, kv, delta, o);
+}
+
+__attribute__((target("avx512f"))) void delta_step_avx512(int dk, int dv, const float* src, float* dst, const float* k,
+                                                          const float* v, const float* q, float alpha, float beta,
+                                                          float* kv, float* delta, float* o) {
+  delta_step_body(dk, dv, src, dst, k, v, q, alpha, beta, kv, delta, o);
+}
+#endif
+
+// The widest copy the SIMD switch allows (capped in tests, which compare every level's bits).
+DeltaStep delta_step() {
+#if EYAS_X86
+  if (use_avx512()) return &delta_step_avx512;
+  if (use_avx2()) return &delta_step_avx2;
+#endif
+  return &delta_step_base;
 }
 
 }  // namespace
@@ -106,6 +142,7 @@ void gdn_core(const ops::GdnDims& d, int m, const float* qkv, const float* a, co
   const int hk = d.hk, dk = d.dk, hv = d.hv, dv = d.dv, ratio = hv / hk;
   const int64_t C = 2 * int64_t(hk) * dk + int64_t(hv) * dv, S = int64_t(dk) * dv;
   const float q_scale = 1.0f / std::sqrt(float(dk));
+  const DeltaStep step = delta_step();
   auto body = [&](int tid, int nth) {
     int64_t h0, h1;
     ThreadPool::split(hv, tid, nth, 1, &h0, &h1);
@@ -137,8 +174,8 @@ void gdn_core(const ops::GdnDims& d, int m, const float* qkv, const float* a, co
           src = p < 0 ? in : states.data() + int64_t(p) * S;
           dst = states.data() + int64_t(j) * S;
         }
-        delta_step(dk, dv, src, dst, kn.data(), v, qn.data(), alpha, beta, kv.data(), delta.data(),
-                   o + int64_t(j) * hv * dv + h * dv);
+        step(dk, dv, src, dst, kn.data(), v, qn.data(), alpha, beta, kv.data(), delta.data(),
+             o + int64_t(j) * hv * dv + h * dv);
       }
     }
   };
