@@ -8,7 +8,9 @@
 // the 16 columns' integer dots in 16 lanes: no horizontal sums (the GGUF path needs them), and the
 // epilogue is one 16-lane step per row and block. The S groups advance block by block together:
 // S streams of weights in flight per core instead of one (see kQ4Streams), each fetched
-// kQ4PrefetchBlocks ahead (prefetches never fault, so reading past the end is harmless).
+// kQ4PrefetchBlocks ahead (prefetches never fault, so reading past the end is harmless) into L2:
+// into L1 the requests stalled the streams on Zen 4 (default model decode 185-196 -> 232-242 tok/s,
+// `bench_generate.py --threads 2`, three alternating pairs; cold Q8_0 49152x576 21-24 -> 28-36 GB/s).
 constexpr int kQ4PrefetchBlocks = 8;
 
 // acc += w (u8) . the activation dword at x4 (s8) in every lane, the dword as an embedded broadcast:
@@ -43,7 +45,7 @@ static void q4v_rows(const Job& j, const Q4Rows& xr, const int64_t (&n)[S], int6
       const uint8_t* s = src[g] + b * block_bytes;
 #pragma GCC unroll 16
       for (int l = 0; l < (block_bytes + 63) / 64; ++l)
-        _mm_prefetch(reinterpret_cast<const char*>(s + kQ4PrefetchBlocks * block_bytes + 64 * l), _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(s + kQ4PrefetchBlocks * block_bytes + 64 * l), _MM_HINT_T1);
       __m512i w[8];
       if constexpr (q8) {
 #pragma GCC unroll 8
