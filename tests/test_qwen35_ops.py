@@ -118,6 +118,18 @@ def test_tree_rows_equal_path_reruns_bit_for_bit():
         assert np.array_equal(y[-1], tree_y[i]), i
 
 
+def _core_case(rng, hk, dk, hv, dv, n):
+    """Random gdn_core inputs of n rows: qkv, a, b, A (a decay), dt, state, a random tree and a chain."""
+    c = 2 * hk * dk + hv * dv
+    qkv = rng.standard_normal((n, c)).astype(f32)
+    a, b = rng.standard_normal((n, hv)).astype(f32), rng.standard_normal((n, hv)).astype(f32)
+    A, dt = (-rng.uniform(0.05, 1.0, hv)).astype(f32), (0.5 * rng.standard_normal(hv)).astype(f32)
+    state = rng.standard_normal((hv, dk, dv)).astype(f32)
+    tree = np.array([-1] + [int(rng.integers(-1, i)) for i in range(1, n)], i32)
+    chain = np.arange(-1, n - 1, dtype=i32)
+    return qkv, a, b, A, dt, state, tree, chain
+
+
 @pytest.fixture
 def threads():
     saved = _core.get_num_threads()
@@ -187,15 +199,11 @@ def test_threaded_kernels_give_the_bits_of_one_thread(threads):
     """Sizes past the kernels' serial cut-offs, so the work really splits across threads (by value head
     in the core, by row in the conv); a tree and a chain of 40 nodes."""
     hk, dk, hv, dv, n = 2, 32, 8, 32, 40
-    c = 2 * hk * dk + hv * dv
     rng = np.random.default_rng(7)
-    u, qkv = rng.standard_normal((n, c)).astype(f32), rng.standard_normal((n, c)).astype(f32)
-    a, b = rng.standard_normal((n, hv)).astype(f32), rng.standard_normal((n, hv)).astype(f32)
-    A, dt = (-rng.uniform(0.05, 1.0, hv)).astype(f32), (0.5 * rng.standard_normal(hv)).astype(f32)
+    qkv, a, b, A, dt, state, tree, chain = _core_case(rng, hk, dk, hv, dv, n)
+    c = qkv.shape[1]
+    u = rng.standard_normal((n, c)).astype(f32)
     w, conv = rng.standard_normal((c, K)).astype(f32), rng.standard_normal((K - 1, c)).astype(f32)
-    state = rng.standard_normal((hv, dk, dv)).astype(f32)
-    tree = np.array([-1] + [int(rng.integers(-1, i)) for i in range(1, n)], i32)
-    chain = np.arange(-1, n - 1, dtype=i32)
 
     def run():
         return (ops.gdn_conv(u, tree, conv, w),
@@ -217,15 +225,8 @@ def test_every_simd_level_gives_the_core_the_same_bits():
     """The delta rule runs vectorized for each instruction set (AVX-512, AVX2, baseline); its loops sum
     nothing across lanes and fuse nothing, so a tree's and a chain's outputs and final state are the
     same bits at every level this CPU runs."""
-    hk, dk, hv, dv, n = 2, 64, 4, 128, 12
-    c = 2 * hk * dk + hv * dv
-    rng = np.random.default_rng(11)
-    qkv = rng.standard_normal((n, c)).astype(f32)
-    a, b = rng.standard_normal((n, hv)).astype(f32), rng.standard_normal((n, hv)).astype(f32)
-    A, dt = (-rng.uniform(0.05, 1.0, hv)).astype(f32), (0.5 * rng.standard_normal(hv)).astype(f32)
-    state = rng.standard_normal((hv, dk, dv)).astype(f32)
-    tree = np.array([-1] + [int(rng.integers(-1, i)) for i in range(1, n)], i32)
-    chain = np.arange(-1, n - 1, dtype=i32)
+    hk, dk = 2, 64
+    qkv, a, b, A, dt, state, tree, chain = _core_case(np.random.default_rng(11), hk, dk, hv=4, dv=128, n=12)
     levels = _core.ops._simd_levels()
     results = {}
     try:
