@@ -11,7 +11,7 @@ mkdir -p $OUT
 cat $W/pipeline.log $W/gen.log $W/eval.log $W/train_*.log > $OUT/logs.txt 2>/dev/null
 cat $W/runs/*/train_log.jsonl > $OUT/train_logs.jsonl 2>/dev/null
 cp $W/eval*.json $OUT/ 2>/dev/null
-for m in eagle3 hass; do
+for m in eagle3 hass hydra; do
   if [ -f $W/runs/$m/export/model.safetensors ] && { [ -f $W/DONE ] || [ -f $W/TRAINED ]; }; then
     tar -C $W/runs/$m -cf $W/$m.tar export
     split -b 15M -d $W/$m.tar $OUT/$m.tar.part

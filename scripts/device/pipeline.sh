@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole GPU pipeline (runs detached under /tmp/w): self-distillation data, the drafters of
-# METHODS (default EAGLE-3 and HASS side by side on the one GPU, same wall-time budget), export,
+# METHODS (default EAGLE-3 and HASS side by side on the one GPU, same wall-time budget; "hydra" adds
+# Hydra++ heads trained from scratch at HYDRA_LR), export,
 # evaluation on EVAL_FILES (prompt files under /tmp/w/prompts).
 # INIT=DIR warm-starts the runs from an exported drafter (default: the bundled one; INIT= none).
 # EVAL_ALSO=DIRS: more drafters evaluated beside the new ones (e.g. the bundled one when INIT=).
@@ -28,14 +29,18 @@ $R generate --gguf $G --prompts $W/prompts/train.jsonl --out $W/data.npz $SMALL 
   --greedy-frac 0.5 --temperature 0.7 --max-minutes $GEN_MIN --log $W/gen.log || { echo FAILED > $W/DONE; exit 1; }
 COMMON="--gguf $G --data $W/data.npz --draft-vocab 8192 --tokens-per-batch ${TOKENS_PER_BATCH:-32768} --max-len ${MAX_LEN:-768} --lr ${LR:-3e-4} --epochs 50 ${INIT:+--init-from $INIT} --max-minutes $TRAIN_MIN --ckpt-every 300 --log-every 50 --dtype float16"
 PIDS=
+HYDRA="--gguf $G --data $W/data.npz --draft-vocab 8192 --tokens-per-batch ${TOKENS_PER_BATCH:-32768} --max-len ${MAX_LEN:-768} --lr ${HYDRA_LR:-1e-3} --epochs 50 --max-minutes $TRAIN_MIN --ckpt-every 300 --log-every 50 --dtype float16 --family hydra"
 for m in $METHODS; do
-  $R train $COMMON $([ $m = hass ] && echo --hass) --out $W/runs/$m > $W/train_$m.log 2>&1 &
+  case $m in
+    hydra) $R train $HYDRA --out $W/runs/$m > $W/train_$m.log 2>&1 & ;;  # from scratch: the bundled drafter is EAGLE-3
+    *) $R train $COMMON $([ $m = hass ] && echo --hass) --out $W/runs/$m > $W/train_$m.log 2>&1 & ;;
+  esac
   PIDS="$PIDS $!"
 done
 for p in $PIDS; do wait $p; done
 for m in $METHODS; do tail -n 3 $W/train_$m.log; done
 touch $W/TRAINED  # collect.sh may return the exports from here on
-EXPORTS=$(for m in $METHODS; do echo $W/runs/$m/export; done)
+EXPORTS=$(for m in $METHODS; do [ $m = hydra ] || echo $W/runs/$m/export; done)  # the simulation reads EAGLE-3 layouts
 PROMPTS=$(for f in $EVAL_FILES; do echo $W/prompts/$f; done)
 for tree in $EVAL_TREES; do
   IFS=, read -r K D N <<< "$tree"

@@ -23,11 +23,13 @@ def _fits(folder: Path, target_spec: dict) -> bool:
     return layer.get("vocab_size") == target_spec["vocab_size"] and hidden == target_spec["hidden_size"]
 
 
-def bundled_drafter_for(target_spec: dict) -> Path | None:
-    """The first bundled drafter folder whose vocabulary and hidden size fit the target."""
-    if not BUNDLED.is_dir():
+def bundled_drafter_for(target_spec: dict, family: str = "eagle3") -> Path | None:
+    """The first bundled drafter folder of `family` whose vocabulary and hidden size fit the target.
+    EAGLE-3 drafters sit in bundled/ itself, every other family in bundled/<family>/."""
+    root = BUNDLED if family == "eagle3" else BUNDLED / family
+    if not root.is_dir():
         return None
-    for folder in sorted(p for p in BUNDLED.iterdir() if (p / "config.json").is_file()):
+    for folder in sorted(p for p in root.iterdir() if (p / "config.json").is_file()):
         if _fits(folder, target_spec):
             return folder
     return None

@@ -164,6 +164,28 @@ def _drafter_from_export(export_dir, target, counts):
     return d, float(counts[used].sum() / total) if total else 0.0
 
 
+def _new_hydra(target, used, a):
+    from .hydra import new_hydra
+
+    return new_hydra(target, used, num_draft_heads=a.hydra_heads, head_layers=a.hydra_layers)
+
+
+def _hydra_from_export(export_dir, target, counts):
+    """Warm start of a Hydra run from an exported Hydra drafter (its draft vocab kept)."""
+    from eyas.drafters.hydra import is_hydra
+
+    from .hydra import load_hydra
+
+    if not is_hydra(export_dir):
+        raise ValueError(f"[train] --init-from {export_dir}: not an exported Hydra drafter")
+    d = load_hydra(export_dir, target).train()
+    if (d.cfg.vocab_size, d.cfg.hidden_size) != (target.cfg.vocab_size, target.cfg.hidden_size):
+        raise ValueError(f"[train] --init-from {export_dir}: drafter does not match the target")
+    used = d.draft_ids().cpu().numpy()
+    total = counts.sum()
+    return d, float(counts[used].sum() / total) if total else 0.0
+
+
 def cmd_train(a):
     import numpy as np
     import torch
@@ -179,11 +201,14 @@ def cmd_train(a):
     target, _, _ = _load_target(a.gguf, dev)
     counts = data.assistant_counts(target.cfg.vocab_size)
     from_export = bool(a.init_from) and not os.path.exists(os.path.join(a.init_from, "ckpt.pt"))
+    hydra = a.family == "hydra"
+    if hydra and a.hass:
+        raise ValueError("[train] --hass trains an EAGLE-3-style drafter; it does not combine with --family hydra")
     if from_export:
-        drafter, cov = _drafter_from_export(a.init_from, target, counts)
+        drafter, cov = (_hydra_from_export if hydra else _drafter_from_export)(a.init_from, target, counts)
     else:
         used, cov = choose_draft_vocab(counts, a.draft_vocab)
-        drafter = _new_drafter(target, used, a.intermediate)
+        drafter = _new_hydra(target, used, a) if hydra else _new_drafter(target, used, a.intermediate)
     _log(json.dumps({"sequences": len(data), "assistant_tokens": int(counts.sum()),
                      "draft_vocab": drafter.cfg.draft_vocab_size, "coverage": round(cov, 5),
                      "coverage_by_size": {k: round(v, 5) for k, v in coverage_table(counts).items()},
@@ -193,14 +218,20 @@ def cmd_train(a):
         drafter.load_state_dict(st["drafter"])
         _log(f"[train] initialised from {a.init_from}", log)
     drafter = drafter.to(dev)
-    args = TrainArgs(steps_ttt=a.ttt_steps, lr=a.lr, epochs=a.epochs, max_minutes=a.max_minutes,
+    steps = drafter.cfg.num_draft_heads if hydra else a.ttt_steps  # a Hydra head per drafted depth
+    args = TrainArgs(steps_ttt=steps, lr=a.lr, epochs=a.epochs, max_minutes=a.max_minutes,
                      tokens_per_batch=a.tokens_per_batch, max_len=a.max_len, hass=a.hass, hass_topk=a.hass_topk,
                      hass_topk_weight=a.hass_topk_weight, ckpt_every=a.ckpt_every, seed=a.seed, log_every=a.log_every)
     t0 = time.time()
     steps = train(target, drafter, data, a.out, args, dev, log=lambda m: _log(m, log))
-    extra = {"method": "hass" if a.hass else "eagle3", "steps": steps, "train_minutes": round((time.time() - t0) / 60, 2),
+    extra = {"method": "hydra" if hydra else "hass" if a.hass else "eagle3", "steps": steps, "train_minutes": round((time.time() - t0) / 60, 2),
              "sequences": len(data), "assistant_tokens": int(counts.sum()), "draft_vocab_coverage": round(cov, 5)}
-    path = save_drafter(drafter, os.path.join(a.out, "export"), a.dtype, extra)
+    if hydra:
+        from .hydra import save_hydra
+
+        path = save_hydra(drafter, os.path.join(a.out, "export"), a.dtype, extra)
+    else:
+        path = save_drafter(drafter, os.path.join(a.out, "export"), a.dtype, extra)
     _log(f"[train] exported {path} ({os.path.getsize(path) / 2**20:.2f} MiB)", log)
 
 
@@ -279,12 +310,16 @@ def add_arguments(p: argparse.ArgumentParser):
     s.add_argument("--log")
     s.set_defaults(func=cmd_generate)
 
-    s = sub.add_parser("train", help="train an EAGLE-3 (or --hass) drafter and export it")
+    s = sub.add_parser("train", help="train an EAGLE-3 (or --hass, or --family hydra) drafter and export it")
     s.add_argument("--gguf", required=True, help=TARGET_HELP)
     s.add_argument("--data", required=True, nargs="+", help=".npz files from `generate`")
     s.add_argument("--out", required=True, help="run dir: ckpt.pt (resume), train_log.jsonl, export/")
     s.add_argument("--draft-vocab", type=int, default=8192)
     s.add_argument("--intermediate", type=int, default=0, help="drafter FFN size (default: the target's)")
+    s.add_argument("--family", default="eagle3", choices=["eagle3", "hydra"],
+                   help="eagle3: one-layer EAGLE-3 drafter (with --hass: HASS); hydra: Hydra++ heads")
+    s.add_argument("--hydra-heads", type=int, default=5, help="Hydra heads (the deepest tree it drafts)")
+    s.add_argument("--hydra-layers", type=int, default=4, help="blocks per Hydra head")
     s.add_argument("--hass", action="store_true", help="HASS: top-K distillation + detached context-alignment passes")
     s.add_argument("--hass-topk", type=int, default=10)
     s.add_argument("--hass-topk-weight", type=float, default=1.0)

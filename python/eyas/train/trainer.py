@@ -1,4 +1,4 @@
-"""EAGLE-3 training-time test (and HASS) training loop with checkpoints and resume.
+"""EAGLE-3 training-time test (and HASS, and Hydra heads) training loop with checkpoints and resume.
 
 Loss per unrolled step k: soft cross-entropy of the draft against the target distribution
 restricted to the draft vocab, on assistant positions whose target argmax is in the draft vocab;
@@ -73,17 +73,19 @@ def collate(data: Sequences, rows, device):
 def target_signals(target, drafter, ids, lm):
     """Target aux states and soft labels for one batch.
 
-    Returns aux [B, T, 3H], p [B, T, Vd] (target probs at position j over the draft vocab,
-    predicting token j+1) and mask [B, T] (token j+1 is an assistant token and the target
-    argmax at j is in the draft vocab).
+    Returns the drafter's features (aux [B, T, 3H] for EAGLE-3; the output-normed final state
+    [B, T, H] for a drafter with `reads_final`, Hydra), p [B, T, Vd] (target probs at position j
+    over the draft vocab, predicting token j+1) and mask [B, T] (token j+1 is an assistant token and
+    the target argmax at j is in the draft vocab).
     """
-    final, aux = target(ids)
+    reads_final = getattr(drafter, "reads_final", False)
+    final, aux = target(ids, want_aux=not reads_final)
     used = drafter.draft_ids()
     p = torch.softmax(target.logits(final, used).float(), -1)
     full_argmax = torch.cat([target.logits(final[:, s:s + 256]).argmax(-1) for s in range(0, final.shape[1], 256)], 1)
     mask = torch.zeros_like(lm)
     mask[:, :-1] = lm[:, 1:] & drafter.t2d[full_argmax[:, :-1]]
-    return aux, p, mask
+    return (final if reads_final else aux), p, mask
 
 
 def ttt_loss(drafter, aux, ids, p, mask, args: TrainArgs):
@@ -145,7 +147,8 @@ def train(target, drafter, data: Sequences, out_dir, args: TrainArgs, device, lo
     drafter.train()
     t0 = time.time() - spent
     hist = []
-    bar = tqdm(total=total_steps, initial=step, desc="hass" if args.hass else "eagle3", mininterval=5)
+    name = "hydra" if getattr(drafter, "reads_final", False) else "hass" if args.hass else "eagle3"
+    bar = tqdm(total=total_steps, initial=step, desc=name, mininterval=5)
     batches = []
     while step < total_steps:
         if not batches:

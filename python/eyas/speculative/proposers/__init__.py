@@ -1,3 +1,3 @@
 """Built-in proposer families; importing a module registers its family."""
 
-from eyas.speculative.proposers import eagle3, mtp  # noqa: F401
+from eyas.speculative.proposers import eagle3, hydra, mtp  # noqa: F401

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 
 from eyas.drafters.eagle3 import Drafter
-from eyas.speculative.loading import load_drafter
+from eyas.speculative.loading import bundled_drafter_for, load_drafter, log
 from eyas.speculative.policy import TreePolicy
 from eyas.speculative.proposer import RuntimeProposer, register_proposer
 
@@ -43,4 +43,29 @@ def load(drafter, target, *, weight_type: str = "q8_0") -> Eagle3Proposer | None
     return None if d is None else Eagle3Proposer(d)
 
 
+class HassProposer(Eagle3Proposer):
+    """HASS drafters have EAGLE-3's architecture and checkpoint layout (only the training differs:
+    hass_and_user_asks.md Part A2), so the family runs the same C++ drafter; "default" is the bundled
+    HASS drafter (drafters/bundled/hass/)."""
+
+    family = "hass"
+
+    def fork(self) -> "HassProposer":
+        return HassProposer(dataclasses.replace(self.drafter, _runtimes={}))
+
+
+def load_hass(drafter, target, *, weight_type: str = "q8_0") -> HassProposer | None:
+    """drafter: an EAGLE-3-layout checkpoint folder trained with HASS, "default" (the bundled HASS drafter
+    that fits; None if none does) or a loaded `Drafter`."""
+    if isinstance(drafter, str) and drafter == "default":
+        folder = bundled_drafter_for(target.spec, "hass")
+        if folder is None:
+            log.info("no bundled HASS drafter fits this target; using plain decoding")
+            return None
+        drafter = folder
+    d = load_drafter(drafter, target, weight_type=weight_type)
+    return None if d is None else HassProposer(d)
+
+
 register_proposer(Eagle3Proposer.family, load)
+register_proposer(HassProposer.family, load_hass)
