@@ -100,15 +100,18 @@ def test_drafter_family_none_is_plain_decoding(tiny, capsys):
 @pytest.mark.parametrize("command", [["generate", "Hello"], ["bench", "--prompts", "p.jsonl"]])
 def test_unknown_drafter_family_lists_the_choices(tiny, capsys, command):
     with pytest.raises(SystemExit) as e:
-        main([*command, "--model", tiny, "--drafter-family", "hydra"])
+        main([*command, "--model", tiny, "--drafter-family", "medusa"])
     assert e.value.code == 2
     err = capsys.readouterr().err
-    assert "--drafter-family" in err and "'hydra'" in err and "eagle3" in err and "none" in err
+    assert "--drafter-family" in err and "'medusa'" in err
+    assert all(f in err for f in ("eagle3", "auto", "parallel", "none"))
 
 
 def test_load_rejects_an_unknown_drafter_family(tiny):
-    with pytest.raises(ValueError, match=r"\[load\] unknown drafter_family 'hydra'; choose one of eagle3, mtp, none"):
-        api.load(tiny, drafter_family="hydra")
+    choices = ", ".join(api.drafter_families())  # the registered families, then "none"
+    assert choices.startswith("auto, eagle3, ") and choices.endswith(", parallel, none")
+    with pytest.raises(ValueError, match=rf"\[load\] unknown drafter_family 'medusa'; choose one of {choices}$"):
+        api.load(tiny, drafter_family="medusa")
 
 
 def test_a_registered_family_reaches_the_generator(tiny, monkeypatch):

@@ -45,7 +45,6 @@ def _make(d2t: bool):
          "blk.0.ffn_up": mat(96, H), "blk.0.ffn_down": mat(H, 96), "hydra.prefix_norm": norm(),
          "hydra.norm": norm(), "hydra.lm_head": 3.0 * mat(vd, H)}
     for i in range(N):
-        w[f"hydra.head.{i}.proj"] = mat(H, (i + 2) * H)
         w[f"hydra.head.{i}.in"] = mat(H, (i + 2) * H)
         for lyr in range(1, R):
             w[f"hydra.head.{i}.res.{lyr}"] = mat(H, H)
@@ -85,7 +84,7 @@ class Reference:
         """Head i's logits [Vd] for the path [root, d_1..d_i] (target ids) from the last pair's c."""
         w = self.w
         u = np.concatenate([self.c[-1].astype(np.float64), *(w["token_embd"][t] for t in path)])
-        z = w[f"hydra.head.{i}.proj"] @ u + silu(w[f"hydra.head.{i}.in"] @ u)
+        z = u[:H] + silu(w[f"hydra.head.{i}.in"] @ u)
         for lyr in range(1, R):
             z = z + silu(w[f"hydra.head.{i}.res.{lyr}"] @ z)
         return w["hydra.lm_head"] @ rms_norm(z, w["hydra.norm"], EPS).astype(np.float64)
@@ -146,8 +145,8 @@ def test_expanded_tree_matches_the_reference_tree(setup):
     ref = Reference(weights, hidden, tokens)
     rt = _drafter(setup)
     rt.ingest(hidden, tokens)
-    tree = rt.expand(3, 3, 10)
-    want = _tree(ref, d2t, 3, 3, 10)
+    tree = rt.expand(3, 3, 22)
+    want = _tree(ref, d2t, 3, 3, 22)
     assert tree["tokens"].tolist() == want["tokens"].tolist()
     assert tree["parents"].tolist() == want["parents"].tolist()
     np.testing.assert_allclose(tree["scores"], want["scores"], rtol=1e-4, atol=1e-4)
@@ -156,7 +155,7 @@ def test_expanded_tree_matches_the_reference_tree(setup):
     top = np.argsort(-rt.last_logits, kind="stable")[:3]
     assert set(tree["tokens"][tree["depths"] == 1].tolist()) <= set((top if d2t is None else d2t[top]).tolist())
     assert rt.length == T  # drafting leaves the committed pairs alone
-    assert rt.expand(3, 3, 10)["tokens"].tolist() == tree["tokens"].tolist()
+    assert rt.expand(3, 3, 22)["tokens"].tolist() == tree["tokens"].tolist()
 
 
 def test_a_tree_deeper_than_the_heads_is_refused(setup):
@@ -175,15 +174,15 @@ def test_missing_or_misshaped_tensors_are_named(setup):
     missing = {k: v for k, v in weights.items() if k != "hydra.head.1.in"}
     with pytest.raises(ValueError, match=r"^\[Transformer\] missing weight 'hydra.head.1.in'"):
         make(missing)
-    bad = weights | {"hydra.head.2.proj": _w(np.zeros((H, 3 * H)))}
-    with pytest.raises(ValueError, match=r"^\[Transformer\] weight 'hydra.head.2.proj' has shape \[64, 192\], "
+    bad = weights | {"hydra.head.2.in": _w(np.zeros((H, 3 * H)))}
+    with pytest.raises(ValueError, match=r"^\[Transformer\] weight 'hydra.head.2.in' has shape \[64, 192\], "
                                          r"expected \[64, 256\]"):
         make(bad)
     with pytest.raises(ValueError, match=r"^\[Transformer\] missing weight 'blk.0.ffn_up'"):
         make({k: v for k, v in weights.items() if k != "blk.0.ffn_up"})
     with pytest.raises(ValueError, match=r"^\[HydraDrafter\] weights have hydra.head.0.res.1 but head_layers is 1"):
         make(weights, head_layers=1)
-    with pytest.raises(ValueError, match=r"^\[Transformer\] missing weight 'hydra.head.3.proj'"):
+    with pytest.raises(ValueError, match=r"^\[Transformer\] missing weight 'hydra.head.3.in'"):
         make(weights, num_heads=N + 1)
 
 

@@ -52,7 +52,6 @@ HydraDrafter::HydraDrafter(model::ModelSpec spec, model::WeightMap w, std::vecto
   for (int i = 0; i < N_; ++i) {
     const std::string p = "hydra.head." + std::to_string(i) + ".";
     Head h;
-    h.proj = model::take(w, p + "proj", {H, (i + 2) * H}, false);
     h.in = model::take(w, p + "in", {H, (i + 2) * H}, false);
     for (int l = 1; l < R_; ++l) h.res.push_back(model::take(w, p + "res." + std::to_string(l), {H, H}, false));
     // A residual block past R would silently be dropped: the weights were trained with more layers.
@@ -102,7 +101,7 @@ void HydraDrafter::encode_head(Encoder& enc, int i, int F, const Tensor& u) {
   const Head& h = heads_[size_t(i)];
   Tensor z = model::rows(s_.z, 0, F), g = model::rows(s_.g, 0, F), zn = model::rows(s_.zn, 0, F);
   Tensor ones = model::rows(s_.ones, 0, F);
-  ops::matmul(enc, u, h.proj, z);
+  ops::copy_cols(enc, u, 0, z, 0, int(spec_.hidden_size));  // the residual path starts at c
   ops::matmul(enc, u, h.in, g);
   ops::silu_mul(enc, g, ones, g);
   ops::add(enc, z, g, z);

@@ -3,7 +3,7 @@
 //   f = rms_norm(h, output_norm);  y = block(f)  (one causal attention + dense-FFN block, own KV cache)
 //   c = rms_norm(y, hydra.prefix_norm)
 // Head i drafts depth i+1 of a path with root token r and drafted d_1..d_i from u = [c | E(r) | E(d_1..d_i)]:
-//   z = proj_i u + silu(in_i u);  z += silu(res_{i,l} z) for l = 1..R-1;  logits = lm_head rms_norm(z, norm)
+//   z = c + silu(in_i u);  z += silu(res_{i,l} z) for l = 1..R-1;  logits = lm_head rms_norm(z, norm)
 // Only committed pairs go through the prefix block, so tree nodes need no KV slots: a node's state is
 // its row [c | E(r) | E(d_1) | ... ] (zeros after the filled blocks), width (N+1)H.
 #pragma once
@@ -22,7 +22,7 @@ namespace eyas::speculative {
 class HydraDrafter : public RuntimeDrafter {
  public:
   // spec: the prefix block's (the target's sizes, one attention + dense_ffn block, blk.0.*); weights: the
-  // block's, the target's token_embd and output_norm, hydra.{prefix_norm, head.{i}.{proj,in,res.{l}}, norm,
+  // block's, the target's token_embd and output_norm, hydra.{prefix_norm, head.{i}.{in,res.{l}}, norm,
   // lm_head}. d2t: [Vd] absolute target ids of the draft vocabulary (empty = identity, then Vd = V).
   // num_heads N >= 1, head_layers R >= 1 (R - 1 residual blocks per head).
   HydraDrafter(model::ModelSpec spec, model::WeightMap weights, std::vector<int32_t> d2t, int num_heads,
@@ -56,7 +56,7 @@ class HydraDrafter : public RuntimeDrafter {
   std::vector<int32_t> d2t_;
   Tensor embd_, target_norm_, prefix_norm_, norm_, lm_head_;
   struct Head {
-    Tensor proj, in;         // [H, (i+2)H]
+    Tensor in;               // [H, (i+2)H]
     std::vector<Tensor> res; // R-1 x [H, H]
   };
   std::vector<Head> heads_;

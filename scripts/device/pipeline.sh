@@ -40,6 +40,7 @@ done
 for p in $PIDS; do wait $p; done
 for m in $METHODS; do tail -n 3 $W/train_$m.log; done
 touch $W/TRAINED  # collect.sh may return the exports from here on
+[ "${SKIP_EVAL:-0}" = 1 ] && { echo ok > $W/DONE; exit 0; }  # SKIP_EVAL=1: the engine evaluates the exports instead
 EXPORTS=$(for m in $METHODS; do [ $m = hydra ] || echo $W/runs/$m/export; done)  # the simulation reads EAGLE-3 layouts
 PROMPTS=$(for f in $EVAL_FILES; do echo $W/prompts/$f; done)
 for tree in $EVAL_TREES; do

@@ -10,7 +10,9 @@ def add_drafter_options(p) -> None:
                    help="drafter checkpoint folder, 'default' (the bundled drafter that fits the model; plain "
                         "decoding if none does) or 'none' (plain decoding)")
     p.add_argument("--drafter-family", choices=drafter_families(), default=DEFAULT_DRAFTER_FAMILY,
-                   help=f"which proposer reads the drafter (default: {DEFAULT_DRAFTER_FAMILY}; 'none': plain decoding)")
+                   help=f"which proposer reads the drafter (default: {DEFAULT_DRAFTER_FAMILY}; 'none': plain decoding; "
+                        "'auto'/'parallel': the bundled drafters of several families, one per round chosen "
+                        "from acceptance / all merged into one tree)")
 
 
 def add_model_options(p) -> None:

@@ -6,7 +6,7 @@ config.json: ``architectures: ["EyasHydraDrafter"]``, ``vocab_size``, ``draft_vo
 ``hidden_size`` (the target's), the prefix block's ``intermediate_size``, ``num_attention_heads``,
 ``num_key_value_heads``, ``head_dim``, ``rms_norm_eps``, ``rope_style``, and ``hydra_num_heads`` /
 ``hydra_head_layers``. model.safetensors: ``blk.0.*`` (the prefix block under the target's GGUF
-names), ``hydra.prefix_norm``, ``hydra.head.{i}.{proj,in,res.l}``, ``hydra.norm``,
+names), ``hydra.prefix_norm``, ``hydra.head.{i}.{in,res.l}``, ``hydra.norm``,
 ``hydra.lm_head``, ``d2t`` (int64 offsets), ``t2d``; the target's embedding and output norm are shared.
 """
 
@@ -84,7 +84,7 @@ def tensor_shapes(c: HydraConfig) -> dict[str, list[int]]:
               "blk.0.attn_v": [nkv * hd, H], "blk.0.attn_output": [H, nh * hd], "blk.0.ffn_norm": [H],
               "blk.0.ffn_gate": [I, H], "blk.0.ffn_up": [I, H], "blk.0.ffn_down": [H, I], "hydra.prefix_norm": [H]}
     for i in range(c.num_draft_heads):
-        shapes[f"hydra.head.{i}.proj"] = shapes[f"hydra.head.{i}.in"] = [H, (i + 2) * H]
+        shapes[f"hydra.head.{i}.in"] = [H, (i + 2) * H]
         for l in range(1, c.head_layers):
             shapes[f"hydra.head.{i}.res.{l}"] = [H, H]
     shapes["hydra.norm"] = [H]

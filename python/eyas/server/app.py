@@ -40,6 +40,7 @@ def create_app(engine: Engine, *, model_id: str, api_key: str | None = None,
     model = engine.model
     metrics = engine.metrics
     defaults = model.recommended_sampling()
+    families = engine.drafter_families()  # what a request's `drafter_family` may name
     app.state.engine = engine
 
     app.add_middleware(Guard, api_key=api_key, metrics=metrics)
@@ -114,13 +115,14 @@ def create_app(engine: Engine, *, model_id: str, api_key: str | None = None,
         if max_tokens > room:
             raise ApiError(400, f"prompt ({len(ids)} tokens) + max_tokens ({max_tokens}) exceeds the context "
                            f"({model.max_context} tokens)", "max_tokens", "context_length_exceeded")
-        return EngineRequest(ids, params.sampling, max_tokens, params.stop, params.logprobs, params.ignore_eos)
+        return EngineRequest(ids, params.sampling, max_tokens, params.stop, params.logprobs, params.ignore_eos,
+                             params.drafter_family)
 
     @app.post("/v1/chat/completions")
     async def chat_completions(request: Request):
         body = await read_body(request)
         msgs = protocol.messages(body)
-        params = protocol.common(body, defaults, chat=True)
+        params = protocol.common(body, defaults, chat=True, drafter_families=families)
         try:
             ids = model.encode_prompt(msgs, chat=True)
         except ValueError as e:
@@ -131,7 +133,7 @@ def create_app(engine: Engine, *, model_id: str, api_key: str | None = None,
     async def completions(request: Request):
         body = await read_body(request)
         prompt = protocol.prompt(body)
-        params = protocol.common(body, defaults, chat=False)
+        params = protocol.common(body, defaults, chat=False, drafter_families=families)
         echo = protocol.boolean(body, "echo")
         if isinstance(prompt, str):
             try:

@@ -45,6 +45,9 @@ class Request:
     stop: list[str] | None = None
     logprobs: int | None = None  # None: none; k >= 0: the chosen token's and k alternatives
     ignore_eos: bool = False  # generate max_tokens whatever the model says (load tests, benchmarks)
+    # One of Engine.drafter_families(): "none" decodes plain, a sub-family of the server's combining
+    # proposer ("auto", "parallel") drafts alone; None (or the server's own family): the server's proposer.
+    drafter_family: str | None = None
 
 
 class Job:
@@ -76,6 +79,9 @@ class Slot:
     def __init__(self, model):
         self.model = model
         self.history: list[int] = []
+        # The proposer the last generation drove (None: plain decoding). Another one's ingested pairs
+        # may belong to an older history than the caches hold, so it cannot reuse them.
+        self.drafted_by = model.proposer
         self.last_used = 0.0
         self.job: Job | None = None
         self.gen: Generation | None = None
@@ -104,6 +110,26 @@ def _recording(steps: TokenStream, sink: list[int]) -> TokenStream:
             steps.close()
 
     return TokenStream(run(), steps.metrics)
+
+
+def request_families(proposer) -> list[str]:
+    """The `drafter_family` values a request may name on a model drafting with `proposer`: its own
+    family, the sub-families of a combining one (`MultiProposer.families`), then "none"."""
+    if proposer is None:
+        return ["none"]
+    return [proposer.family] + list(getattr(proposer, "families", [])) + ["none"]
+
+
+def request_proposer(proposer, family: str | None):
+    """The proposer that drafts a request asking for `family` (checked against `request_families`)."""
+    allowed = request_families(proposer)
+    if family is None or family == allowed[0]:  # the server's own
+        return proposer
+    if family == "none":
+        return None
+    if family not in allowed:
+        raise ValueError(f"[serve] drafter_family {family!r}: this server drafts with {', '.join(allowed)}")
+    return proposer.pinned(family)
 
 
 def speculative_summary(metrics: dict) -> dict:
@@ -174,6 +200,10 @@ class Engine:
             self._cond.notify()
         if self._thread.is_alive():
             self._thread.join(timeout)
+
+    def drafter_families(self) -> list[str]:
+        """What a request's `drafter_family` may name (`request_families` of the server's proposer)."""
+        return request_families(self.model.proposer)
 
     @property
     def stopping(self) -> bool:
@@ -255,11 +285,16 @@ class Engine:
             return
         try:
             model = slot.model
-            cached = generation.reusable(model.transformer, model.proposer, slot.reusable(req.prompt_ids))
+            # A request pinned to one drafter family runs a view of the slot's combining proposer over
+            # the same target and aux layers, so its forwards batch with every other request's as usual.
+            proposer = request_proposer(model.proposer, req.drafter_family)
+            reuse = slot.reusable(req.prompt_ids) if proposer is None or proposer is slot.drafted_by else 0
+            cached = generation.reusable(model.transformer, proposer, reuse)
             slot.record = list(req.prompt_ids)
             slot.history = []  # until the generation ends, the caches are in flux
+            slot.drafted_by = proposer
             target = BatchedTarget(model.transformer, self.batcher)
-            steps = generation.stream(target, req.prompt_ids, req.sampling, proposer=model.proposer,
+            steps = generation.stream(target, req.prompt_ids, req.sampling, proposer=proposer,
                                       policy=self.tree, cached=cached, draft_gate=self._drafts_pay)
             slot.gen = Generation(_recording(steps, slot.record), self.tokenizer,
                                   num_prompt_tokens=len(req.prompt_ids), max_tokens=req.max_tokens, stop=req.stop,

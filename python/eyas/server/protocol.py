@@ -48,6 +48,7 @@ class Params:
     include_usage: bool
     logprobs: int | None  # None: off; k: the chosen token's log-probability and k alternatives
     ignore_eos: bool  # vLLM's extension: generate max_tokens even past the end of sequence
+    drafter_family: str | None = None  # eyas's extension: the one drafter family for this request
 
 
 def _number(body: dict, name: str, default, lo: float, hi: float, *, integer: bool = False):
@@ -83,9 +84,22 @@ def boolean(body: dict, name: str, default: bool = False) -> bool:
     return v
 
 
-def common(body: dict, defaults: dict, *, chat: bool) -> Params:
+def drafter_family(body: dict, allowed: list[str]) -> str | None:
+    """The request's `drafter_family` (an extra body field), one of `allowed`; None: the server's own."""
+    v = body.get("drafter_family")
+    if v is None:
+        return None
+    if not isinstance(v, str):
+        raise bad("drafter_family", f"must be a string, got {v!r}", "invalid_type")
+    if v not in allowed:
+        raise bad("drafter_family", f"this server drafts with {', '.join(repr(f) for f in allowed)}; got {v!r}")
+    return v
+
+
+def common(body: dict, defaults: dict, *, chat: bool, drafter_families: list[str] | None = None) -> Params:
     """The sampling/length/stream fields shared by both endpoints. defaults: the model's recommended
-    temperature/top_p/top_k for fields the request leaves out."""
+    temperature/top_p/top_k for fields the request leaves out. drafter_families: the `drafter_family`
+    values the server accepts (None: the field is not read)."""
     if _number(body, "n", 1, 1, 1_000_000, integer=True) != 1:
         raise bad("n", "only n=1 is supported")
     for name in ("presence_penalty", "frequency_penalty"):
@@ -117,7 +131,8 @@ def common(body: dict, defaults: dict, *, chat: bool) -> Params:
         k = _number(body, "logprobs", None, 0, 5, integer=True)
     sampling = SamplingParams(temperature=float(temperature), top_p=float(top_p), top_k=max(int(top_k), 0),
                               seed=None if seed is None else seed % 2**63)
-    return Params(sampling, max_tokens, _stop(body), stream, include_usage, k, boolean(body, "ignore_eos"))
+    family = drafter_family(body, drafter_families) if drafter_families is not None else None
+    return Params(sampling, max_tokens, _stop(body), stream, include_usage, k, boolean(body, "ignore_eos"), family)
 
 
 ROLES = ("system", "user", "assistant", "developer", "tool")

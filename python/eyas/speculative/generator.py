@@ -140,6 +140,8 @@ class SpeculativeGenerator:
             verified = verify(target, tree, self.n_features, self.lazy)
             t2 = time.perf_counter()
             acc: Accepted = accept(verified, tree, sampling, rng, proposer.target_head)
+            # Before commit: a proposer that picks its drafter from acceptance learns of this round at once.
+            proposer.observe(len(acc.path) - 1, int(tree.depths.max()))
             commit(target, acc)
             t3 = time.perf_counter()
             s = self.stats

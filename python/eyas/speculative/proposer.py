@@ -54,6 +54,11 @@ class Proposer(abc.ABC):
     def propose(self, policy: TreePolicy) -> DraftTree:
         """A draft tree rooted at the last ingested token, within `policy`'s shape."""
 
+    def observe(self, accepted: int, drafted_depth: int) -> None:
+        """After each drafted round: the target accepted `accepted` of the tokens on the tree's best
+        path, out of a tree `drafted_depth` deep. Families that adapt to acceptance (e.g. "auto"
+        choosing among drafters) read it; the others ignore it."""
+
     # Prompt caching and serving several sequences; the defaults are always correct, only slower
     # (a family that keeps no per-pair state to reuse reports length 0, so the generator resets it).
 
@@ -121,7 +126,7 @@ class RuntimeProposer(Proposer):
 
     def propose(self, policy: TreePolicy) -> DraftTree:
         t = self._runtime.expand(policy.top_k, policy.depth, policy.total_tokens)
-        return DraftTree(t["tokens"], t["parents"], t["depths"], t["mask"])
+        return DraftTree(t["tokens"], t["parents"], t["depths"], t["mask"], t.get("scores"))
 
 
 def register_proposer(family: str, factory: Callable[..., Proposer | None]) -> None:

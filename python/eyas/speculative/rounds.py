@@ -17,6 +17,9 @@ class DraftTree:
     parents: np.ndarray  # int32[N] root -1
     depths: np.ndarray  # int32[N] root 0
     mask: np.ndarray  # uint8[N, N] ancestor closure incl. self and root
+    # float32[N] the drafter's cumulative draft log-prob of each node (root 0), or None when the
+    # drafter gives none; merging trees of several drafters (tree_merge) ranks nodes by it.
+    scores: np.ndarray | None = None
 
     @property
     def size(self) -> int:

@@ -167,7 +167,7 @@ def _drafter_from_export(export_dir, target, counts):
 def _new_hydra(target, used, a):
     from .hydra import new_hydra
 
-    return new_hydra(target, used, num_draft_heads=a.hydra_heads, head_layers=a.hydra_layers)
+    return new_hydra(target, used, num_draft_heads=a.hydra_heads, head_layers=a.hydra_layers, intermediate=a.intermediate)
 
 
 def _hydra_from_export(export_dir, target, counts):
@@ -315,11 +315,11 @@ def add_arguments(p: argparse.ArgumentParser):
     s.add_argument("--data", required=True, nargs="+", help=".npz files from `generate`")
     s.add_argument("--out", required=True, help="run dir: ckpt.pt (resume), train_log.jsonl, export/")
     s.add_argument("--draft-vocab", type=int, default=8192)
-    s.add_argument("--intermediate", type=int, default=0, help="drafter FFN size (default: the target's)")
+    s.add_argument("--intermediate", type=int, default=0, help="drafter FFN size (default: the target's; Hydra's prefix block: the hidden size)")
     s.add_argument("--family", default="eagle3", choices=["eagle3", "hydra"],
                    help="eagle3: one-layer EAGLE-3 drafter (with --hass: HASS); hydra: Hydra++ heads")
-    s.add_argument("--hydra-heads", type=int, default=5, help="Hydra heads (the deepest tree it drafts)")
-    s.add_argument("--hydra-layers", type=int, default=4, help="blocks per Hydra head")
+    s.add_argument("--hydra-heads", type=int, default=4, help="Hydra heads (the deepest tree it drafts)")
+    s.add_argument("--hydra-layers", type=int, default=2, help="blocks per Hydra head")
     s.add_argument("--hass", action="store_true", help="HASS: top-K distillation + detached context-alignment passes")
     s.add_argument("--hass-topk", type=int, default=10)
     s.add_argument("--hass-topk-weight", type=float, default=1.0)

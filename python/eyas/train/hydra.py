@@ -5,11 +5,12 @@ target's output-normed final states f_t and gives a context vector c_t = norm(bl
 drafts the token i+2 places after t from [c_t | E(x_{t+1}) | E(d_1) .. E(d_i)]: the root token and
 the i tokens drafted before it on the path (E = the target's frozen token embedding), through
 
-    z = proj_i(u) + silu(in_i(u));  z += silu(res_{i,l}(z)) for l = 1..R-1;  logits = lm_head(norm(z))
+    z = c_t + silu(in_i(u));  z += silu(res_{i,l}(z)) for l = 1..R-1;  logits = lm_head(norm(z))
 
 Heads are sequentially dependent (each sees what the earlier ones chose) but run no attention, so
 drafting a tree level costs a few small matmuls. One lm_head over the draft vocabulary is shared by
-the heads (ours: Hydra gives each head its own).
+the heads, and a head's residual path starts at c_t instead of a learned projection of its whole
+input (ours: Hydra gives each head its own lm_head and projection; these keep the drafter small).
 """
 
 from __future__ import annotations
@@ -38,22 +39,20 @@ PREFIX_NAMES = {
 
 
 class HydraHead(nn.Module):
-    """One draft head over the concatenated input of width (i+2)H."""
+    """One draft head over the concatenated input u of width (i+2)H; its residual path starts at c = u[:H]."""
 
     def __init__(self, H: int, width: int, layers: int):
         super().__init__()
-        self.proj = nn.Linear(width, H, bias=False)
+        self.H = H
         self.inp = nn.Linear(width, H, bias=False)
         self.res = nn.ModuleList(nn.Linear(H, H, bias=False) for _ in range(layers - 1))
-        with torch.no_grad():  # start as the identity on the context block (Medusa-style zero residuals)
-            self.proj.weight.zero_()
-            self.proj.weight[:, :H].copy_(torch.eye(H))
+        with torch.no_grad():  # Medusa-style: residual blocks start at zero, the head near the identity on c
             nn.init.normal_(self.inp.weight, std=0.02)
             for r in self.res:
                 r.weight.zero_()
 
     def forward(self, u):
-        z = self.proj(u) + F.silu(self.inp(u))
+        z = u[..., : self.H] + F.silu(self.inp(u))
         for r in self.res:
             z = z + F.silu(r(z))
         return z
@@ -140,7 +139,6 @@ class HydraDrafter(nn.Module):
         """Checkpoint name -> tensor (the C++ HydraDrafter's names), without d2t / t2d."""
         out = {PREFIX_NAMES[n]: getattr(self, n).weight for n in PREFIX_NAMES}
         for i, h in enumerate(self.heads):
-            out[f"hydra.head.{i}.proj"] = h.proj.weight
             out[f"hydra.head.{i}.in"] = h.inp.weight
             for l, r in enumerate(h.res, 1):
                 out[f"hydra.head.{i}.res.{l}"] = r.weight
@@ -160,12 +158,13 @@ class HydraDrafter(nn.Module):
                 p.copy_(tensors[name].float())
 
 
-def new_hydra(target, used, num_draft_heads=5, head_layers=4) -> HydraDrafter:
-    """A fresh Hydra drafter for a TorchTarget: prefix block of the target's shape, lm_head and norm
-    started from the target's output rows of the draft vocabulary and its output norm."""
+def new_hydra(target, used, num_draft_heads=4, head_layers=2, intermediate=0) -> HydraDrafter:
+    """A fresh Hydra drafter for a TorchTarget: prefix block of the target's attention shape with an FFN
+    of `intermediate` (default the hidden size), lm_head and norm started from the target's output rows
+    of the draft vocabulary and its output norm."""
     c = target.cfg
     cfg = HydraConfig(vocab_size=c.vocab_size, draft_vocab_size=len(used), hidden_size=c.hidden_size,
-                      intermediate_size=c.intermediate_size, num_heads=c.num_heads, num_kv_heads=c.num_kv_heads,
+                      intermediate_size=intermediate or c.hidden_size, num_heads=c.num_heads, num_kv_heads=c.num_kv_heads,
                       head_dim=c.head_dim, rms_eps=c.rms_eps, rope_style=target.spec["rope_style"],
                       num_draft_heads=num_draft_heads, head_layers=head_layers)
     d = HydraDrafter(cfg, target.embed, target.rope_inv_freq)
