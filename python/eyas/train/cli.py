@@ -146,6 +146,12 @@ def _new_drafter(target, used, intermediate):
     return d
 
 
+def _coverage(drafter, counts) -> float:
+    """Share of the assistant tokens (`counts` [V]) that the drafter's draft vocabulary covers."""
+    total = counts.sum()
+    return float(counts[drafter.draft_ids().cpu().numpy()].sum() / total) if total else 0.0
+
+
 def _drafter_from_export(export_dir, target, counts):
     """Warm start from an exported drafter (config.json + model.safetensors): its weights and
     its draft vocab (kept, so the head rows stay meaningful) -> (drafter, coverage on `counts`)."""
@@ -159,9 +165,7 @@ def _drafter_from_export(export_dir, target, counts):
         raise ValueError(f"[train] --init-from {export_dir}: drafter does not match the target "
                          f"(vocab, hidden, aux layers {d.cfg.vocab_size}, {d.cfg.hidden_size}, {d.cfg.aux_layers} vs "
                          f"{c.vocab_size}, {c.hidden_size}, {c.aux_layers})")
-    used = d.draft_ids().cpu().numpy()
-    total = counts.sum()
-    return d, float(counts[used].sum() / total) if total else 0.0
+    return d, _coverage(d, counts)
 
 
 def _new_hydra(target, used, a):
@@ -181,9 +185,7 @@ def _hydra_from_export(export_dir, target, counts):
     d = load_hydra(export_dir, target).train()
     if (d.cfg.vocab_size, d.cfg.hidden_size) != (target.cfg.vocab_size, target.cfg.hidden_size):
         raise ValueError(f"[train] --init-from {export_dir}: drafter does not match the target")
-    used = d.draft_ids().cpu().numpy()
-    total = counts.sum()
-    return d, float(counts[used].sum() / total) if total else 0.0
+    return d, _coverage(d, counts)
 
 
 def cmd_train(a):

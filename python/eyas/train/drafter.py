@@ -49,7 +49,27 @@ class RMSNorm(nn.Module):
         return rms_norm(x, self.weight, self.eps)
 
 
-class Eagle3Drafter(nn.Module):
+class DraftVocab:
+    """The draft vocabulary of a drafter module (EAGLE-3 and Hydra): d2t offsets and the t2d mask as
+    buffers, exported beside the weights (reference §1.3). Needs `cfg.draft_vocab_size` and `cfg.vocab_size`."""
+
+    def init_vocab(self):
+        self.register_buffer("d2t", torch.zeros(self.cfg.draft_vocab_size, dtype=torch.long))
+        self.register_buffer("t2d", torch.ones(self.cfg.vocab_size, dtype=torch.bool))
+
+    def set_vocab(self, used: torch.Tensor):
+        """used: [Vd] ascending target ids of the draft vocab -> d2t offsets and t2d mask (§1.3)."""
+        used = used.to(self.d2t.device).long()
+        self.d2t.copy_(used - torch.arange(len(used), device=used.device))
+        self.t2d.zero_()
+        self.t2d[used] = True
+
+    def draft_ids(self):
+        """[Vd] target id of each draft index."""
+        return self.d2t + torch.arange(self.cfg.draft_vocab_size, device=self.d2t.device)
+
+
+class Eagle3Drafter(DraftVocab, nn.Module):
     def __init__(self, cfg: DrafterConfig, embed: torch.Tensor):
         super().__init__()
         self.cfg = cfg
@@ -72,8 +92,7 @@ class Eagle3Drafter(nn.Module):
                 nn.init.normal_(m.weight, std=0.02)
         # Frozen target embedding [V, H] (buffer: excluded from the optimizer, dropped at export).
         self.register_buffer("embed", embed.detach().float().clone(), persistent=False)
-        self.register_buffer("d2t", torch.zeros(cfg.draft_vocab_size, dtype=torch.long))
-        self.register_buffer("t2d", torch.ones(cfg.vocab_size, dtype=torch.bool))
+        self.init_vocab()
         # The inverse frequencies the engine's drafter gets from the exported rope_theta.
         inv = torch.from_numpy(rope_inv_freq(cfg.rope_theta, hd))
         self.register_buffer("rope_inv_freq", inv, persistent=False)
@@ -94,17 +113,6 @@ class Eagle3Drafter(nn.Module):
         "norm.weight": "norm.weight",
         "lm_head.weight": "lm_head.weight",
     }
-
-    def set_vocab(self, used: torch.Tensor):
-        """used: [Vd] ascending target ids of the draft vocab -> d2t offsets and t2d mask (§1.3)."""
-        used = used.to(self.d2t.device).long()
-        self.d2t.copy_(used - torch.arange(len(used), device=used.device))
-        self.t2d.zero_()
-        self.t2d[used] = True
-
-    def draft_ids(self):
-        """[Vd] target id of each draft index."""
-        return self.d2t + torch.arange(self.cfg.draft_vocab_size, device=self.d2t.device)
 
     def project(self, g, ids, pos):
         """First half of the block. g: [..., T, H or 3Ht]; ids: [..., T]; pos: [..., T].

@@ -49,28 +49,35 @@ def hf_config(cfg: DrafterConfig, dtype: str, extra=None):
     return out
 
 
-def save_drafter(drafter: Eagle3Drafter, out_dir, dtype="float16", extra=None):
-    """Write config.json + model.safetensors; returns the safetensors path."""
+def write_export(out_dir, weights: dict, drafter, config: dict, dtype: str):
+    """out_dir/model.safetensors (weights {checkpoint name: tensor} cast to `dtype`, plus the drafter's
+    d2t / t2d) and out_dir/config.json; returns the safetensors path. Shared by every drafter family."""
     from safetensors.torch import save_file
 
     if dtype not in DTYPES:
         raise ValueError(f"[train] export dtype must be one of {sorted(DTYPES)}, got {dtype!r}")
     os.makedirs(out_dir, exist_ok=True)
-    sd = drafter.state_dict()
     tensors = {}
-    for ours, theirs in Eagle3Drafter.EXPORT_NAMES.items():
-        w = sd[ours].detach().float()
+    for name, w in weights.items():
+        w = w.detach().float()
         if dtype == "float16" and float(w.abs().max()) > 65000:
-            raise ValueError(f"[train] {theirs} overflows float16; export as bfloat16")
-        tensors[theirs] = w.to(DTYPES[dtype]).contiguous().cpu()
-    tensors["d2t"] = sd["d2t"].long().contiguous().cpu()
-    tensors["t2d"] = sd["t2d"].bool().contiguous().cpu()
+            raise ValueError(f"[train] {name} overflows float16; export as bfloat16")
+        tensors[name] = w.to(DTYPES[dtype]).contiguous().cpu()
+    tensors["d2t"] = drafter.d2t.long().contiguous().cpu()
+    tensors["t2d"] = drafter.t2d.bool().contiguous().cpu()
     path = os.path.join(out_dir, "model.safetensors")
     save_file(tensors, path, metadata={"format": "pt"})
     with open(os.path.join(out_dir, "config.json"), "w") as f:
-        json.dump(hf_config(drafter.cfg, dtype, extra), f, indent=2)
+        json.dump(config, f, indent=2)
         f.write("\n")
     return path
+
+
+def save_drafter(drafter: Eagle3Drafter, out_dir, dtype="float16", extra=None):
+    """Write config.json + model.safetensors; returns the safetensors path."""
+    sd = drafter.state_dict()
+    weights = {theirs: sd[ours] for ours, theirs in Eagle3Drafter.EXPORT_NAMES.items()}
+    return write_export(out_dir, weights, drafter, hf_config(drafter.cfg, dtype, extra), dtype)
 
 
 def config_from_hf(hf: dict) -> DrafterConfig:

@@ -15,9 +15,7 @@ input (ours: Hydra gives each head its own lm_head and projection; these keep th
 
 from __future__ import annotations
 
-import json
 import math
-import os
 
 import numpy as np
 import torch
@@ -26,7 +24,7 @@ from torch import nn
 
 from eyas.drafters.hydra import HydraConfig
 
-from .drafter import RMSNorm
+from .drafter import DraftVocab, RMSNorm
 from .layers import apply_rope, rope_tables
 
 # Prefix block parameter -> name in the exported checkpoint (the target's GGUF names for block 0, which
@@ -58,7 +56,7 @@ class HydraHead(nn.Module):
         return z
 
 
-class HydraDrafter(nn.Module):
+class HydraDrafter(DraftVocab, nn.Module):
     reads_final = True  # trained on the target's output-normed final state, not EAGLE-3's aux layers
 
     def __init__(self, cfg: HydraConfig, embed: torch.Tensor, rope_inv_freq: torch.Tensor):
@@ -85,18 +83,7 @@ class HydraDrafter(nn.Module):
         nn.init.normal_(self.lm_head.weight, std=0.02)
         self.register_buffer("embed", embed.detach().float().clone(), persistent=False)
         self.register_buffer("rope_inv_freq", rope_inv_freq.detach().float().clone(), persistent=False)
-        self.register_buffer("d2t", torch.zeros(cfg.draft_vocab_size, dtype=torch.long))
-        self.register_buffer("t2d", torch.ones(cfg.vocab_size, dtype=torch.bool))
-
-    def set_vocab(self, used: torch.Tensor):
-        """used: [Vd] ascending target ids of the draft vocab -> d2t offsets and t2d mask."""
-        used = used.to(self.d2t.device).long()
-        self.d2t.copy_(used - torch.arange(len(used), device=used.device))
-        self.t2d.zero_()
-        self.t2d[used] = True
-
-    def draft_ids(self):
-        return self.d2t + torch.arange(self.cfg.draft_vocab_size, device=self.d2t.device)
+        self.init_vocab()
 
     def context(self, f):
         """f: [B, T, H] the target's output-normed final states -> c [B, T, H] (causal prefix block)."""
@@ -181,29 +168,11 @@ def parameter_count(d: HydraDrafter) -> int:
 
 def save_hydra(d: HydraDrafter, out_dir, dtype="float16", extra=None):
     """Write config.json + model.safetensors (the engine's layout, eyas.drafters.hydra); returns the path."""
-    from safetensors.torch import save_file
-
     from eyas.drafters.hydra import config_dict
 
-    from .export import DTYPES
+    from .export import write_export
 
-    if dtype not in DTYPES:
-        raise ValueError(f"[train] export dtype must be one of {sorted(DTYPES)}, got {dtype!r}")
-    os.makedirs(out_dir, exist_ok=True)
-    tensors = {}
-    for name, w in d.export_tensors().items():
-        w = w.detach().float()
-        if dtype == "float16" and float(w.abs().max()) > 65000:
-            raise ValueError(f"[train] {name} overflows float16; export as bfloat16")
-        tensors[name] = w.to(DTYPES[dtype]).contiguous().cpu()
-    tensors["d2t"] = d.d2t.long().contiguous().cpu()
-    tensors["t2d"] = d.t2d.bool().contiguous().cpu()
-    path = os.path.join(out_dir, "model.safetensors")
-    save_file(tensors, path, metadata={"format": "pt"})
-    with open(os.path.join(out_dir, "config.json"), "w") as f:
-        json.dump(config_dict(d.cfg, dtype, extra), f, indent=2)
-        f.write("\n")
-    return path
+    return write_export(out_dir, d.export_tensors(), d, config_dict(d.cfg, dtype, extra), dtype)
 
 
 def load_hydra(model_dir, target) -> HydraDrafter:
