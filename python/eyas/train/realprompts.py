@@ -1,7 +1,8 @@
 """Training prompts from real documents (`python -m eyas.train prompts --source real`).
 
 Each prompt is a chunk of a real document (eyas.train.realtext) with a real request about it
-(chat), an essay request on a document's subject (chat), or raw text to continue (chat false):
+(chat), an essay request or a short question on a document's subject with no document attached
+(chat), or raw text to continue (chat false):
 prose cut at a paragraph, code cut just after a `def`/`class` header. Only documents outside
 the held-out split are used (`realtext.is_held_out`), so bench/fixtures stay unseen.
 """
@@ -39,8 +40,23 @@ ESSAY_REQUESTS = [
     "Write a tutorial about {t}, with examples.", "Write a blog post explaining {t} to developers.",
     "Write an essay on the history and purpose of {t}.",
 ]
+# Short requests with no document attached: the target answers from what it knows, which a drafter
+# trained only on answers about a pasted document predicts badly (chat acceptance 0.3 against 0.85).
+QUESTIONS = [
+    "What is {t}?", "How do I use {t}?", "Explain {t} in simple terms.", "What are common mistakes with {t}?",
+    "Give me a quick reference for {t}.", "When should I use {t}, and when not?", "Show an example of {t} and explain it.",
+    "What are the main features of {t}?", "I am new to this. What is {t} for?", "Compare {t} with its alternatives.",
+    "Can you teach me {t} step by step?", "Why would anyone need {t}?",
+]
+CODE_QUESTIONS = [
+    "How do I use the {pkg} Python package? Show examples.", "Write a small Python program that uses {pkg}.",
+    "What does the module {mod} do?", "Explain how {mod} is meant to be used, with code.",
+    "What problems does {pkg} solve, and how do I install and start using it?",
+    "Write a Python function that does something useful with {pkg}, and explain it.",
+]
 # kind -> share of the prompts
-MIX = {"doc_chat": 0.35, "code_chat": 0.25, "essay": 0.05, "raw_prose": 0.15, "raw_code": 0.20}
+MIX = {"doc_chat": 0.25, "code_chat": 0.17, "essay": 0.10, "question": 0.15, "code_question": 0.08, "raw_prose": 0.10,
+       "raw_code": 0.15}
 # prose source -> share of the prose prompts (man pages outnumber the other documents)
 PROSE_SOURCES = {"pydoc": 0.4, "handbook": 0.3, "man": 0.3}
 # Chunk sizes in characters (about 4 chars per token for prose, 3.3 for code): up to ~2K tokens.
@@ -52,7 +68,15 @@ def topic(doc: Doc) -> str:
     """A document's subject for essay requests: its title without numbering or markup."""
     t = re.sub(r"^[\dA-Z]+(\.\d+)*\.?\s+", "", doc.title.strip())
     t = re.sub(r"[`*:]+", "", t).replace(" --- ", ": ").strip()
+    if doc.source == "man":
+        t = re.sub(r"\.\d\w*$", "", t)  # git-blame.1 -> git-blame
     return t[:100]
+
+
+def module_name(doc: Doc) -> str:
+    """A code document's dotted module name: src/anyio/__init__.py -> anyio, boltons/listutils.py -> boltons.listutils."""
+    parts = [p for p in doc.name.removesuffix(".py").split("/") if p not in ("src", "lib", "__init__")]
+    return ".".join(parts) or doc.group
 
 
 def _one(kind, doc, rng):
@@ -62,6 +86,14 @@ def _one(kind, doc, rng):
         return rng.choice(PROSE_FRAMES).format(doc=text, req=rng.choice(PROSE_REQUESTS)), True
     if kind == "essay":
         return rng.choice(ESSAY_REQUESTS).format(t=topic(doc)), True
+    if kind == "question":
+        t = topic(doc).split(": ")[0]  # "zipfile: Work with ZIP archives" -> "zipfile"
+        return (rng.choice(QUESTIONS).format(t=t), True) if len(re.findall(r"[A-Za-z]", t)) >= 3 else None
+    if kind == "code_question":
+        mod = module_name(doc)
+        if "test" in mod.split(".")[0] or ".test" in mod or "examples" in mod:  # nobody asks about a test file
+            mod = doc.group
+        return rng.choice(CODE_QUESTIONS).format(pkg=doc.group, mod=mod), True
     if kind == "raw_prose":
         return prose_chunk(doc, rng, PROSE_CHARS[0] // 2, PROSE_CHARS[1]), False
     cut = code_cut(doc, rng, CODE_CHARS[0] // 2, CODE_CHARS[1], at_def=kind == "raw_code")
