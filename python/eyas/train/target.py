@@ -160,9 +160,12 @@ class TorchTarget(torch.nn.Module):
             if kv is not None:
                 kv[0][i, :, :, start:start + T] = k.to(kv[0].dtype)
                 kv[1][i, :, :, start:start + T] = v.to(kv[1].dtype)
-                k, v = kv[0][i][:, :, : start + T].to(q.dtype), kv[1][i][:, :, : start + T].to(q.dtype)
+                # Attend in the cache's dtype: converting the whole cache to q's (fp32 after RoPE) at every
+                # step moved ~4x the cache's bytes per layer in bf16 generation.
+                q = q.to(kv[0].dtype)
+                k, v = kv[0][i][:, :, : start + T], kv[1][i][:, :, : start + T]
             a = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=c.num_heads != c.num_kv_heads)
-            a = a.transpose(1, 2).reshape(B, T, c.num_heads * c.head_dim)
+            a = a.transpose(1, 2).reshape(B, T, c.num_heads * c.head_dim).to(x.dtype)
             if gate is not None:
                 a = a * torch.sigmoid(gate)
             x = x + a @ self.w(p + "attn_output").T
