@@ -154,17 +154,32 @@ def test_family_chooser_probes_in_turn_then_keeps_the_best_and_reprobes_rarely()
     c = FamilyChooser(3)
     accepted = {0: 1, 1: 3, 2: 0}
     picks = []
-    for _ in range(6 + 2 * FamilyChooser.REPROBE_EVERY):
+    for _ in range(6 + 400):
         i = c.choose()
         picks.append(i)
         c.observe(i, accepted[i])
     assert picks[:6] == [0, 1, 2, 0, 1, 2]  # PROBE_ROUNDS = 2 each, in turn
     rest = picks[6:]
-    assert c.best() == 1 and rest.count(1) == len(rest) - 2
-    # The others come back once each, every REPROBE_EVERY rounds, in turn.
-    assert rest[FamilyChooser.REPROBE_EVERY - 1] == 0 and rest[2 * FamilyChooser.REPROBE_EVERY - 1] == 2
+    assert c.best() == 1 and rest.count(1) == len(rest) - c.reprobes
+    # The others come back in turn, after 16 rounds, then at gaps doubling up to REPROBE_MAX.
+    at = [r for r, i in enumerate(rest) if i != 1]
+    assert [rest[r] for r in at[:3]] == [0, 2, 0]
+    assert at[0] == FamilyChooser.REPROBE_FIRST - 1
+    assert [b - a for a, b in zip(at, at[1:])] == [32, 64, 128, 128]
     tie = FamilyChooser(2)
     assert [tie.choose() for _ in range(4)] == [0, 1, 0, 1] and tie.choose() == 0  # no data: the first family
+
+
+def test_family_chooser_keeps_the_first_family_unless_another_is_clearly_better():
+    for other, expect in ((8 + 8 * FamilyChooser.MARGIN / 2, 0), (8 + 8 * 2 * FamilyChooser.MARGIN, 1)):
+        c = FamilyChooser(2)
+        c.rounds, c.accepted = [8, 8], [8, int(other)]  # 1 token per round against 1 + MARGIN / 2, 1 + 2 MARGIN
+        assert c.best() == expect
+    # One lucky probe round does not decide: 0 of 2 against 1 of 2 keeps family 0.
+    c = FamilyChooser(2)
+    for got in (0, 1, 0, 0):
+        c.observe(c.choose(), got)
+    assert c.best() == 0
 
 
 def test_auto_ingests_only_into_the_drafting_family_and_the_others_catch_up():
@@ -418,9 +433,9 @@ def test_auto_drafts_with_the_better_family_and_ingests_only_into_it(loaded, pla
         rounds = got.metrics["num_drafts"]
         n_bad, n_good = (auto.subs[n].calls["propose"] - before[n]["propose"] for n in ("bad", "good"))
         assert n_bad + n_good == rounds > 2 * FamilyChooser.PROBE_ROUNDS
-        # Probes at the start, then one round in every REPROBE_EVERY: the rest are the good drafter's.
-        probes = FamilyChooser.PROBE_ROUNDS + (rounds - 2 * FamilyChooser.PROBE_ROUNDS) // FamilyChooser.REPROBE_EVERY
-        assert n_bad == probes and auto.chooser.best() == 1
+        # Probes at the start, then rare re-probes: the rest are the good drafter's.
+        assert n_bad == FamilyChooser.PROBE_ROUNDS + auto.chooser.reprobes and auto.chooser.best() == 1
+        assert auto.chooser.reprobes <= 1 + (rounds - 2 * FamilyChooser.PROBE_ROUNDS) // FamilyChooser.REPROBE_FIRST
         # A family ingests once per round it drafts (its catch-up included), never while the other drafts.
         for name in ("bad", "good"):
             assert auto.subs[name].calls["ingest"] - before[name]["ingest"] == \

@@ -208,7 +208,7 @@ WEIGHT_TYPES = ("q8_0", "f32", "keep")
 def convert_matrix(t: Tensor, weight_type: str) -> tuple:
     """Runtime weight of a checkpoint matrix. The CPU matmul has fast paths for Q8_0 and F32 but
     not for F16, so half-precision drafters are converted at load (only acceptance can change)."""
-    if weight_type == "keep" or (weight_type == "f32" and t.dtype == "F32"):
+    if weight_type == "keep" or (weight_type == "f32" and t.dtype == "F32") or (weight_type == "q8_0" and t.dtype == "Q8_0"):
         return t.weight()
     w = t.numpy().astype(np.float32, copy=False)
     if weight_type == "q8_0" and w.shape[-1] % 32 == 0:

@@ -13,12 +13,18 @@ from pathlib import Path
 
 import numpy as np
 
-from eyas.loaders.dtypes import BF16, F16, F32
+from eyas.loaders.dtypes import BF16, F16, F32, GGMLType
+
+# Header metadata key under which a file lists the tensors stored as GGML Q8_0 blocks (U8 bytes):
+# a JSON object {name: logical [rows, cols]}. eyas writes its bundled drafters so (halving their bytes);
+# the CPU runs drafters as Q8_0 anyway, so nothing is lost that loading would not lose.
+Q8_0_KEY = "eyas.q8_0"
+Q8_0, Q8_0_BLOCK, Q8_0_BYTES = int(GGMLType.Q8_0), 32, 34  # elements / bytes per block
 
 # safetensors dtype name -> numpy dtype of its elements (BF16 as its raw 16-bit pattern).
 NUMPY = {"F64": np.float64, "F32": np.float32, "F16": np.float16, "BF16": np.uint16, "I64": np.int64, "I32": np.int32,
          "I16": np.int16, "I8": np.int8, "U8": np.uint8, "BOOL": np.bool_}
-_GGML = {"F32": F32, "F16": F16, "BF16": BF16}
+_GGML = {"F32": F32, "F16": F16, "BF16": BF16, "Q8_0": Q8_0}
 
 
 class Tensor:
@@ -28,7 +34,11 @@ class Tensor:
         self.raw, self.dtype, self.shape, self._op = raw, dtype, list(shape), op
 
     def numpy(self) -> np.ndarray:
-        """A float32 / integer / bool numpy array (copies for F16 / BF16 / F64)."""
+        """A float32 / integer / bool numpy array (copies for F16 / BF16 / F64 / Q8_0)."""
+        if self.dtype == "Q8_0":
+            from gguf import quants
+
+            return quants.dequantize(self.raw.reshape(self.shape[0], -1), GGMLType.Q8_0).reshape(self.shape)
         if self.dtype == "BF16":
             return (self.raw.view(np.uint16).astype(np.uint32) << 16).view(np.float32).reshape(self.shape)
         arr = self.raw.view(NUMPY[self.dtype]).reshape(self.shape)
@@ -39,7 +49,7 @@ class Tensor:
         shape = list(self.shape)
         if self.dtype == "F32":
             return (self.raw.view(np.float32).reshape(shape), F32, shape)
-        if self.dtype in ("F16", "BF16"):
+        if self.dtype in ("F16", "BF16", "Q8_0"):
             return (self.raw.reshape(shape[0] if len(shape) > 1 else 1, -1), _GGML[self.dtype], shape)
         if self.dtype == "F64":
             return (self.numpy(), F32, shape)
@@ -67,11 +77,18 @@ def read_tensors(path: str | Path, op: str = "safetensors") -> dict[str, Tensor]
     if not isinstance(header, dict):
         fail(f"header must be a JSON object, got {type(header).__name__}")
     base = 8 + n
+    q8 = _q8_0_shapes(header.get("__metadata__"), fail)
     out = {}
     for name, info in header.items():
         if name == "__metadata__":
             continue
         dtype, shape, (begin, end) = _entry(name, info, fail)
+        if name in q8:  # Q8_0 blocks stored as U8: checked against the logical shape, then typed so
+            rows, cols = q8[name]
+            if dtype != "U8" or end - begin != rows * (cols // Q8_0_BLOCK) * Q8_0_BYTES or base + end > size:
+                fail(f"tensor {name!r}: {dtype}{shape} is not Q8_0 data of [{rows}, {cols}]")
+            out[name] = Tensor(mm[base + begin : base + end], "Q8_0", [rows, cols], op)
+            continue
         if dtype not in NUMPY:
             fail(f"tensor {name!r} has unsupported dtype {dtype!r}")
         item = np.dtype(NUMPY[dtype]).itemsize
@@ -84,6 +101,43 @@ def read_tensors(path: str | Path, op: str = "safetensors") -> dict[str, Tensor]
             raw = np.frombuffer(raw.tobytes(), np.uint8)
         out[name] = Tensor(raw, dtype, shape, op)
     return out
+
+
+def _q8_0_shapes(metadata, fail) -> dict[str, tuple[int, int]]:
+    """{name: (rows, cols)} of the tensors the header's metadata lists under Q8_0_KEY."""
+    if not isinstance(metadata, dict) or Q8_0_KEY not in metadata:
+        return {}
+    try:
+        listed = json.loads(metadata[Q8_0_KEY])
+    except (TypeError, ValueError) as e:
+        fail(f"metadata {Q8_0_KEY!r} is not a JSON object ({e})")
+    ok = isinstance(listed, dict) and all(
+        isinstance(v, list) and len(v) == 2 and all(_is_int(d) and d > 0 for d in v) and v[1] % Q8_0_BLOCK == 0
+        for v in listed.values())
+    if not ok:
+        fail(f"metadata {Q8_0_KEY!r} must map names to [rows, cols] with cols a multiple of {Q8_0_BLOCK}")
+    return {k: tuple(v) for k, v in listed.items()}
+
+
+def write_q8_0(src: str | Path, dst: str | Path) -> dict[str, str]:
+    """Rewrite a safetensors file with every float matrix (2-D, columns a multiple of 32) as Q8_0
+    blocks; vectors, integer and bool tensors stay as they are. Returns {name: stored dtype}."""
+    from gguf import quants
+    from safetensors.numpy import save_file
+
+    tensors, shapes, stored = {}, {}, {}
+    for name, t in read_tensors(src).items():
+        if t.dtype in ("F32", "F16", "BF16", "F64") and len(t.shape) == 2 and t.shape[1] % Q8_0_BLOCK == 0:
+            tensors[name] = np.ascontiguousarray(quants.quantize(t.numpy().astype(np.float32), GGMLType.Q8_0))
+            shapes[name] = list(t.shape)
+            stored[name] = "Q8_0"
+        elif t.dtype == "F16":  # kept in half precision (numpy() would widen it)
+            tensors[name], stored[name] = np.ascontiguousarray(t.raw.view(np.float16).reshape(t.shape)), "F16"
+        else:  # BF16 vectors widen to F32 (numpy has no bfloat16)
+            tensors[name] = np.ascontiguousarray(t.numpy())
+            stored[name] = "F32" if t.dtype == "BF16" else t.dtype
+    save_file(tensors, str(dst), metadata={"format": "np", Q8_0_KEY: json.dumps(shapes)})
+    return stored
 
 
 def _is_int(v) -> bool:

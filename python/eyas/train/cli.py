@@ -277,6 +277,28 @@ def cmd_eval(a):
     return results
 
 
+def cmd_pack(a):
+    """An exported drafter folder with its matrices stored as Q8_0 blocks (the bundled drafters' form)."""
+    import shutil
+    from pathlib import Path
+
+    from eyas.loaders.safetensors_mmap import write_q8_0
+
+    src, dst = Path(a.src), Path(a.out)
+    files = sorted(src.glob("*.safetensors"))
+    if not (src / "config.json").is_file() or not files:
+        raise ValueError(f"[train] {src}: expected config.json and *.safetensors (an exported drafter)")
+    if dst.resolve() == src.resolve():
+        raise ValueError("[train] pack writes a new folder; --out must differ from the source")
+    dst.mkdir(parents=True, exist_ok=True)
+    shutil.copy(src / "config.json", dst / "config.json")
+    for f in files:
+        stored = write_q8_0(f, dst / f.name)
+        before, after = f.stat().st_size, (dst / f.name).stat().st_size
+        _log(f"[train] {f.name}: {sum(v == 'Q8_0' for v in stored.values())} matrices as Q8_0, "
+             f"{before / 2**20:.1f} -> {after / 2**20:.1f} MiB")
+
+
 TARGET_HELP = "the target model: a .gguf file or a Hugging Face folder (anything `eyas.load` reads)"
 
 
@@ -340,6 +362,11 @@ def add_arguments(p: argparse.ArgumentParser):
     s.add_argument("--device", default="auto")
     s.set_defaults(func=cmd_train)
 
+    s = sub.add_parser("pack", help="store an exported drafter's matrices as Q8_0 blocks (about half the bytes; "
+                                    "the CPU runs drafters as Q8_0 anyway)")
+    s.add_argument("src", help="exported drafter folder (config.json + model.safetensors)")
+    s.add_argument("--out", required=True, help="new folder")
+    s.set_defaults(func=cmd_pack)
     s = sub.add_parser("eval", help="mean accepted length on prompt splits (exact greedy tree simulation)")
     s.add_argument("--gguf", required=True, help=TARGET_HELP)
     s.add_argument("--drafter", required=True, nargs="+", help="exported drafter dirs")

@@ -1,8 +1,9 @@
 """The "auto" family: one sub-proposer drafts each round, chosen per request from measured acceptance.
 
 Each request (a `reset`, or a `truncate` that starts the next sequence) probes every family for a few
-rounds in turn, then drafts with the family that accepted the most tokens per round, giving the
-others a round now and then (`FamilyChooser`) in case the content changes. The choice depends only
+rounds in turn, then drafts with the first listed family unless another accepted clearly more tokens
+per round, giving the others a round now and then, less and less often (`FamilyChooser`), in case
+the content changes. The choice depends only
 on acceptance counts, never on time, so under sampling a seed's output never depends on the load.
 
 Only the drafting family ingests: the others queue the pairs and ingest them when their turn comes
@@ -22,10 +23,18 @@ from eyas.speculative.rounds import DraftTree
 
 class FamilyChooser:
     """Which of n families drafts each round of one request: `choose()` before a round, `observe()`
-    after it. Deterministic: a function of the accepted counts alone."""
+    after it. Deterministic: a function of the accepted counts alone. Family 0 is the default one
+    (the first listed): another replaces it only when it accepts clearly more."""
 
     PROBE_ROUNDS = 2  # rounds per family at the start, in turn: the first acceptance to compare
-    REPROBE_EVERY = 16  # then every this many rounds one round of another family, in turn
+    REPROBE_FIRST = 16  # then one round of another family (in turn) after this many rounds...
+    REPROBE_MAX = 128  # ...the gap doubling up to this while the choice stands (a loser's round costs)
+    # Drafted tokens per round by which another family must beat family 0 to replace it: a few probe
+    # rounds are noisy, and a switch to a worse family costs more than staying with a slightly worse one.
+    MARGIN = 0.25
+    # Each family's mean starts as this many rounds at the mean of all rounds so far: two probe rounds
+    # alone (often the hard first tokens of an answer) let one lucky round decide the whole request.
+    PRIOR_ROUNDS = 4
 
     def __init__(self, n: int):
         if n < 1:
@@ -33,28 +42,43 @@ class FamilyChooser:
         self.n = n
         self.rounds = [0] * n  # rounds observed per family
         self.accepted = [0] * n  # drafted tokens the target accepted, per family
+        self.reprobes = 0  # rounds given to a family other than the best after the probing
         self._round = 0  # rounds chosen so far
-        self._reprobes = 0
+        self._gap = self.REPROBE_FIRST
+        self._next = self.PROBE_ROUNDS * n + self.REPROBE_FIRST - 1  # round of the next re-probe
+        self._current = None  # the best family at the last choice
 
     def mean(self, i: int) -> float:
         """Accepted drafted tokens per round of family i (0 before its first round)."""
         return self.accepted[i] / self.rounds[i] if self.rounds[i] else 0.0
 
+    def score(self, i: int) -> float:
+        """Family i's accepted tokens per round, shrunk towards the mean of every family's rounds."""
+        total = sum(self.rounds)
+        pooled = sum(self.accepted) / total if total else 0.0
+        return (self.accepted[i] + self.PRIOR_ROUNDS * pooled) / (self.rounds[i] + self.PRIOR_ROUNDS)
+
     def best(self) -> int:
-        """The family with the most accepted tokens per round; ties go to the earlier family."""
-        return max(range(self.n), key=lambda i: (self.mean(i), -i))
+        """Family 0 unless another scores MARGIN more tokens per round; ties go to the earlier family."""
+        return max(range(self.n), key=lambda i: (self.score(i) - (self.MARGIN if i else 0.0), -i))
 
     def choose(self) -> int:
         r = self._round
         self._round += 1
-        probing = self.PROBE_ROUNDS * self.n
-        if r < probing:
+        if r < self.PROBE_ROUNDS * self.n:
             return r % self.n
         best = self.best()
-        if self.n > 1 and (r - probing + 1) % self.REPROBE_EVERY == 0:
+        if best != self._current:
+            if self._current is not None:  # the choice changed: watch the others closely again
+                self._gap = self.REPROBE_FIRST
+                self._next = r + self._gap
+            self._current = best
+        if self.n > 1 and r >= self._next:
             others = [i for i in range(self.n) if i != best]
-            self._reprobes += 1
-            return others[(self._reprobes - 1) % len(others)]
+            self.reprobes += 1
+            self._gap = min(2 * self._gap, self.REPROBE_MAX)
+            self._next = r + self._gap
+            return others[(self.reprobes - 1) % len(others)]
         return best
 
     def observe(self, i: int, accepted: int) -> None:
