@@ -190,3 +190,20 @@ def test_a_small_draft_vocabulary_needs_d2t():
     weights, _ = _make(True)
     with pytest.raises(ValueError, match=r"^\[HydraDrafter\] hydra.lm_head has 128 rows: a draft vocabulary"):
         _core.speculative.HydraDrafter(SPEC, weights, None, num_heads=N, head_layers=R)
+
+
+@pytest.mark.slow
+def test_bundled_hydra_drafts_exactly_and_its_drafts_land():
+    """The Hydra drafter bundled for the default model: greedy output equal to plain decoding's, and
+    a fair share of its first drafted tokens accepted (a broken feature or token offset gives ~0)."""
+    import eyas
+
+    plain = eyas.load(drafter="none", threads=1)
+    hydra = eyas.load(drafter_family="hydra", threads=1)
+    assert type(hydra.proposer).__name__ == "HydraProposer"
+    prompt = "Explain what a Python list comprehension is, with an example."
+    want = plain.generate(prompt, chat=True, max_tokens=64)
+    got = hydra.generate(prompt, chat=True, max_tokens=64, tree="chain:2")
+    assert got.tokens == want.tokens
+    m = got.metrics
+    assert m["num_drafts"] >= 10 and m["num_accepted_tokens"] / m["num_drafts"] > 0.3

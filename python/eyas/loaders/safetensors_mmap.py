@@ -127,7 +127,9 @@ def write_q8_0(src: str | Path, dst: str | Path) -> dict[str, str]:
 
     tensors, shapes, stored = {}, {}, {}
     for name, t in read_tensors(src).items():
-        if t.dtype in ("F32", "F16", "BF16", "F64") and len(t.shape) == 2 and t.shape[1] % Q8_0_BLOCK == 0:
+        if t.dtype == "Q8_0":  # already packed
+            tensors[name], shapes[name], stored[name] = np.ascontiguousarray(t.weight()[0]), list(t.shape), "Q8_0"
+        elif t.dtype in ("F32", "F16", "BF16", "F64") and len(t.shape) == 2 and t.shape[1] % Q8_0_BLOCK == 0:
             tensors[name] = np.ascontiguousarray(quants.quantize(t.numpy().astype(np.float32), GGMLType.Q8_0))
             shapes[name] = list(t.shape)
             stored[name] = "Q8_0"
