@@ -192,6 +192,7 @@ def test_auto_ingests_only_into_the_drafting_family_and_the_others_catch_up():
         sequence += tokens.tolist()
         p.ingest(features_of([2, 15], 3), tokens)
         drafted_by = p.drafting
+        assert p.caught_up == (r > 0)  # alternating: each family also takes the other's last round
         p.propose(TreePolicy.chain(2))
         p.observe(r % 2, 2)  # a accepts 0, b accepts 1
         assert drafted_by == "ab"[r % 2]
@@ -201,6 +202,7 @@ def test_auto_ingests_only_into_the_drafting_family_and_the_others_catch_up():
     assert np.array_equal(np.array(b.features)[:3], features_of([15], 3))
     p.ingest(features_of([2, 15], 1), np.array([50], np.int32))
     assert p.drafting == "b" and b.tokens == sequence + [50] and a.tokens == sequence[:9]  # b accepted more
+    assert not p.caught_up  # b drafted the round before: nothing held back
     p.truncate(8)  # the next request keeps 8 pairs: a has 9 of them ingested, b all
     assert a.tokens == b.tokens == sequence[:8] and p.length == 8 and p.chooser.rounds == [0, 0]
     p.reset(64)

@@ -152,7 +152,7 @@ class SpeculativeGenerator:
             if chooser:
                 # A catch-up ingest (the prompt, or the pairs of the plain steps since the last draft) is
                 # paid once for many rounds, not by this one: its time would make drafting look dearer.
-                catch_up = len(pairs) > depth + 1
+                catch_up = len(pairs) > depth + 1 or proposer.caught_up
                 last = (tree.size - 1, len(acc.path) - 1, t_ingested if catch_up else t0)
             # The accepted nodes' features pair with the tokens that follow them (reference §3.1).
             pending_aux, pending_tokens = [verified.features[acc.path]], [acc.tokens]

@@ -40,6 +40,10 @@ class Proposer(abc.ABC):
     feature_layers: list[int]  # required of every family
     policy: TreePolicy | None = None
     target_head: tuple | None = None
+    # True when the last `ingest` also took pairs held back from earlier rounds (a family that drafts
+    # only now and then catching up): that time is not what a round costs, so the generator leaves it
+    # out of the depth chooser's cost measurements.
+    caught_up: bool = False
 
     @abc.abstractmethod
     def reset(self, capacity: int) -> None:

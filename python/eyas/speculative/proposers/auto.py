@@ -135,6 +135,7 @@ class AutoProposer(MultiProposer):
             self.drafting = self._family(self.chooser.choose())
         for parts in self._backlog.values():
             parts.append((features, tokens))
+        self.caught_up = len(self._backlog[self.drafting]) > 1  # pairs from rounds it did not draft
         self._catch_up(self.drafting)
 
     def propose(self, policy: TreePolicy) -> DraftTree:
