@@ -150,15 +150,15 @@ def test_parallel_merges_the_drafters_trees():
 # ---- auto: the schedule, the backlog ----------------------------------------------------------
 
 
-def test_family_chooser_probes_in_turn_then_keeps_the_best_and_reprobes_rarely():
+def test_family_chooser_tries_the_others_when_the_first_drafts_poorly_then_keeps_the_best():
     c = FamilyChooser(3)
-    accepted = {0: 1, 1: 3, 2: 0}
+    accepted = {0: 0, 1: 3, 2: 0}
     picks = []
     for _ in range(6 + 400):
         i = c.choose()
         picks.append(i)
         c.observe(i, accepted[i])
-    assert picks[:6] == [0, 1, 2, 0, 1, 2]  # PROBE_ROUNDS = 2 each, in turn
+    assert picks[:6] == [0, 0, 1, 1, 2, 2]  # family 0 first; it accepts nothing, so the others get PROBE_ROUNDS each
     rest = picks[6:]
     assert c.best() == 1 and rest.count(1) == len(rest) - c.reprobes
     # The others come back in turn, after 16 rounds, then at gaps doubling up to REPROBE_MAX.
@@ -167,19 +167,35 @@ def test_family_chooser_probes_in_turn_then_keeps_the_best_and_reprobes_rarely()
     assert at[0] == FamilyChooser.REPROBE_FIRST - 1
     assert [b - a for a, b in zip(at, at[1:])] == [32, 64, 128, 128]
     tie = FamilyChooser(2)
-    assert [tie.choose() for _ in range(4)] == [0, 1, 0, 1] and tie.choose() == 0  # no data: the first family
+    assert [tie.choose() for _ in range(4)] == [0, 0, 1, 1] and tie.choose() == 0  # no data: the first family
+
+
+def test_family_chooser_never_tries_the_others_while_the_first_drafts_well():
+    c = FamilyChooser(3)
+    for _ in range(200):
+        i = c.choose()
+        c.observe(i, 2 if i == 0 else 3)
+    assert c.chosen == [200, 0, 0]
+    # Content the first family drafts poorly: the others are tried, and the better one takes over.
+    for _ in range(200):
+        i = c.choose()
+        c.observe(i, 0 if i == 0 else 3)
+    assert c.chosen[1] > 100 and c.chosen[2] >= FamilyChooser.PROBE_ROUNDS and c.best() == 1
 
 
 def test_family_chooser_keeps_the_first_family_unless_another_is_clearly_better():
-    for other, expect in ((8 + 8 * FamilyChooser.MARGIN / 2, 0), (8 + 8 * 2 * FamilyChooser.MARGIN, 1)):
+    for other, expect in ((9, 0), (12, 1), (0, 0)):
         c = FamilyChooser(2)
-        c.rounds, c.accepted = [8, 8], [8, int(other)]  # 1 token per round against 1 + MARGIN / 2, 1 + 2 MARGIN
+        c.rounds, c.accepted = [8, 8], [8, other]  # 1 token per round against 1.125, 1.5, 0
         assert c.best() == expect
-    # One lucky probe round does not decide: 0 of 2 against 1 of 2 keeps family 0.
+    c = FamilyChooser(2)  # both draft poorly: the margin is relative, so 0.5 beats 0.1
+    c.rounds, c.accepted = [8, 8], [1, 4]
+    assert c.best() == 1
+    # The prior: 1 token in 2 rounds against 2 in 2 does not decide yet (the raw means, 0.5 and 1, would).
     c = FamilyChooser(2)
-    for got in (0, 1, 0, 0):
+    for got in (0, 1, 1, 1):
         c.observe(c.choose(), got)
-    assert c.best() == 0
+    assert c.chosen == [2, 2] and c.best() == 0
 
 
 def test_auto_ingests_only_into_the_drafting_family_and_the_others_catch_up():
@@ -187,29 +203,30 @@ def test_auto_ingests_only_into_the_drafting_family_and_the_others_catch_up():
     p = AutoProposer({"a": a, "b": b})
     p.reset(64)
     sequence = []
-    for r in range(4):  # probing: a, b, a, b
+    for r in range(4):  # a drafts twice, accepts nothing, so b is tried twice
         tokens = np.arange(3 * r, 3 * r + 3, dtype=np.int32)
         sequence += tokens.tolist()
         p.ingest(features_of([2, 15], 3), tokens)
         drafted_by = p.drafting
-        assert p.caught_up == (r > 0)  # alternating: each family also takes the other's last round
+        assert drafted_by == "aabb"[r]
+        assert p.caught_up == (r == 2)  # b's first round also takes the pairs of a's two rounds
         p.propose(TreePolicy.chain(2))
-        p.observe(r % 2, 2)  # a accepts 0, b accepts 1
-        assert drafted_by == "ab"[r % 2]
+        p.observe(0 if drafted_by == "a" else 2, 2)
         assert (a if drafted_by == "a" else b).tokens == sequence  # the drafting family holds every pair
     assert a.calls["ingest"] == a.calls["propose"] == 2 and b.calls["ingest"] == b.calls["propose"] == 2
-    assert a.tokens == sequence[:9] and p.length == 12  # a missed b's last round: it waits in a's backlog
+    assert a.tokens == sequence[:6] and p.length == 12  # a missed b's rounds: they wait in a's backlog
     assert np.array_equal(np.array(b.features)[:3], features_of([15], 3))
     p.ingest(features_of([2, 15], 1), np.array([50], np.int32))
-    assert p.drafting == "b" and b.tokens == sequence + [50] and a.tokens == sequence[:9]  # b accepted more
+    assert p.drafting == "b" and b.tokens == sequence + [50] and a.tokens == sequence[:6]  # b accepted more
     assert not p.caught_up  # b drafted the round before: nothing held back
-    p.truncate(8)  # the next request keeps 8 pairs: a has 9 of them ingested, b all
-    assert a.tokens == b.tokens == sequence[:8] and p.length == 8 and p.chooser.rounds == [0, 0]
+    p.truncate(8)  # the next request keeps 8 pairs: a has 6 of them ingested and 2 in its backlog, b all
+    assert b.tokens == sequence[:8] and a.tokens == sequence[:6] and p.length == 8 and p.chooser.rounds == [0, 0]
     p.reset(64)
     assert p.length == 0 and a.tokens == b.tokens == []
 
 
-def test_auto_truncate_keeps_a_backlog_prefix():
+def test_auto_truncate_keeps_a_backlog_prefix(monkeypatch):
+    monkeypatch.setattr(FamilyChooser, "PROBE_ROUNDS", 1)  # a drafts once, accepts nothing: b is tried
     a, b = Recorder([2]), Recorder([2])
     p = AutoProposer({"a": a, "b": b})
     p.reset(64)
@@ -223,7 +240,8 @@ def test_auto_truncate_keeps_a_backlog_prefix():
     assert p.drafting == "a" and a.tokens == [0, 1, 2, 3, 4, 9]
 
 
-def test_auto_length_counts_no_backlog_of_a_family_that_cannot_keep_its_pairs():
+def test_auto_length_counts_no_backlog_of_a_family_that_cannot_keep_its_pairs(monkeypatch):
+    monkeypatch.setattr(FamilyChooser, "PROBE_ROUNDS", 1)
     keeps, forgets = Recorder([2]), Random()  # Random: the protocol's length 0, truncate(0) only
     forgets.aux_layers = forgets.feature_layers = [2]
     p = AutoProposer({"forgets": forgets, "keeps": keeps})

@@ -1,9 +1,9 @@
 """The "auto" family: one sub-proposer drafts each round, chosen per request from measured acceptance.
 
-Each request (a `reset`, or a `truncate` that starts the next sequence) probes every family for a few
-rounds in turn, then drafts with the first listed family unless another accepted clearly more tokens
-per round, giving the others a round now and then, less and less often (`FamilyChooser`), in case
-the content changes. The choice depends only
+Each request (a `reset`, or a `truncate` that starts the next sequence) drafts with the first listed
+family; only when it drafts poorly are the others tried for a few rounds each, and one replaces it
+only when it accepted clearly more tokens per round; the others then get a round now and then,
+less and less often (`FamilyChooser`), in case the content changes. The choice depends only
 on acceptance counts, never on time, so under sampling a seed's output never depends on the load.
 
 Only the drafting family ingests: the others queue the pairs and ingest them when their turn comes
@@ -24,32 +24,39 @@ from eyas.speculative.rounds import DraftTree
 class FamilyChooser:
     """Which of n families drafts each round of one request: `choose()` before a round, `observe()`
     after it. Deterministic: a function of the accepted counts alone. Family 0 is the default one
-    (the first listed): another replaces it only when it accepts clearly more."""
+    (the first listed): the others are tried only when it drafts poorly, and replace it only when
+    they accept clearly more (a family's first round ingests the whole prompt: on a long one, trying
+    a family costs more than a few rounds of drafting)."""
 
-    PROBE_ROUNDS = 2  # rounds per family at the start, in turn: the first acceptance to compare
-    REPROBE_FIRST = 16  # then one round of another family (in turn) after this many rounds...
-    REPROBE_MAX = 128  # ...the gap doubling up to this while the choice stands (a loser's round costs)
-    # Drafted tokens per round by which another family must beat family 0 to replace it: a few probe
-    # rounds are noisy, and a switch to a worse family costs more than staying with a slightly worse one.
-    MARGIN = 0.25
+    PROBE_ROUNDS = 2  # rounds a family drafts before it is judged
+    GOOD = 1.0  # accepted drafted tokens per round at which family 0 is kept without trying the others
+    REPROBE_FIRST = 16  # once all are tried: one round of another family (in turn) after this many...
+    REPROBE_MAX = 128  # ...the gap doubling up to this while the choice stands and drafts well
+    # Another family replaces family 0 only when it scores (1 + MARGIN) times family 0's score plus
+    # MARGIN_TOKENS: a few rounds are noisy, and a switch to a worse family costs more than staying
+    # with a slightly worse one.
+    MARGIN = 0.2
+    MARGIN_TOKENS = 0.05
     # Each family's mean starts as this many rounds at the mean of all rounds so far: two probe rounds
     # alone (often the hard first tokens of an answer) let one lucky round decide the whole request.
     PRIOR_ROUNDS = 4
+    DECAY = 0.95  # per round of a family: its recent rounds weigh more (content changes within an answer)
 
     def __init__(self, n: int):
         if n < 1:
             fail("FamilyChooser needs at least one family")
         self.n = n
-        self.rounds = [0] * n  # rounds observed per family
-        self.accepted = [0] * n  # drafted tokens the target accepted, per family
-        self.reprobes = 0  # rounds given to a family other than the best after the probing
+        self.rounds = [0.0] * n  # decayed rounds observed per family
+        self.accepted = [0.0] * n  # ... and drafted tokens the target accepted in them
+        self.chosen = [0] * n  # rounds given per family
+        self.reprobes = 0  # rounds given to a family other than the best once all were tried
         self._round = 0  # rounds chosen so far
         self._gap = self.REPROBE_FIRST
-        self._next = self.PROBE_ROUNDS * n + self.REPROBE_FIRST - 1  # round of the next re-probe
+        self._next: int | None = None  # round of the next re-probe
         self._current = None  # the best family at the last choice
 
     def mean(self, i: int) -> float:
-        """Accepted drafted tokens per round of family i (0 before its first round)."""
+        """Accepted drafted tokens per round of family i, recent rounds weighing more (0 before its first)."""
         return self.accepted[i] / self.rounds[i] if self.rounds[i] else 0.0
 
     def score(self, i: int) -> float:
@@ -59,15 +66,28 @@ class FamilyChooser:
         return (self.accepted[i] + self.PRIOR_ROUNDS * pooled) / (self.rounds[i] + self.PRIOR_ROUNDS)
 
     def best(self) -> int:
-        """Family 0 unless another scores MARGIN more tokens per round; ties go to the earlier family."""
-        return max(range(self.n), key=lambda i: (self.score(i) - (self.MARGIN if i else 0.0), -i))
+        """The best-scoring family if it clearly beats family 0 (MARGIN), else family 0; ties go to
+        the earlier family."""
+        top = max(range(self.n), key=lambda i: (self.score(i), -i))
+        return top if self.score(top) > (1 + self.MARGIN) * self.score(0) + self.MARGIN_TOKENS else 0
 
     def choose(self) -> int:
+        i = self._choose()
+        self.chosen[i] += 1
+        return i
+
+    def _choose(self) -> int:
         r = self._round
         self._round += 1
-        if r < self.PROBE_ROUNDS * self.n:
-            return r % self.n
+        untried = [i for i in range(self.n) if self.chosen[i] < self.PROBE_ROUNDS]
+        if 0 in untried:
+            return 0
+        if untried:
+            trying = any(self.chosen[1:])  # once another family is tried, every one gets its rounds
+            return untried[0] if trying or self.mean(0) < self.GOOD else 0
         best = self.best()
+        if self._next is None:
+            self._next = r + self.REPROBE_FIRST - 1
         if best != self._current:
             if self._current is not None:  # the choice changed: watch the others closely again
                 self._gap = self.REPROBE_FIRST
@@ -76,14 +96,15 @@ class FamilyChooser:
         if self.n > 1 and r >= self._next:
             others = [i for i in range(self.n) if i != best]
             self.reprobes += 1
-            self._gap = min(2 * self._gap, self.REPROBE_MAX)
+            # Back off only while the choice drafts well: a poor one may be the luck of its first rounds.
+            self._gap = min(2 * self._gap, self.REPROBE_MAX) if self.mean(best) >= self.GOOD else self.REPROBE_FIRST
             self._next = r + self._gap
             return others[(self.reprobes - 1) % len(others)]
         return best
 
     def observe(self, i: int, accepted: int) -> None:
-        self.rounds[i] += 1
-        self.accepted[i] += int(accepted)
+        self.rounds[i] = self.DECAY * self.rounds[i] + 1.0
+        self.accepted[i] = self.DECAY * self.accepted[i] + int(accepted)
 
 
 class AutoProposer(MultiProposer):
