@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole GPU pipeline (runs detached under /tmp/w): self-distillation data, the drafters of
 # METHODS (default EAGLE-3 and HASS side by side on the one GPU, same wall-time budget; "hydra" adds
-# Hydra++ heads trained from scratch at HYDRA_LR), export,
+# Hydra++ heads at HYDRA_LR, continued from HYDRA_INIT), export,
 # evaluation on EVAL_FILES (prompt files under /tmp/w/prompts).
 # INIT=DIR warm-starts the runs from an exported drafter (default: the bundled one; INIT= none).
 # EVAL_ALSO=DIRS: more drafters evaluated beside the new ones (e.g. the bundled one when INIT=).
@@ -29,10 +29,13 @@ $R generate --gguf $G --prompts $W/prompts/train.jsonl --out $W/data.npz $SMALL 
   --greedy-frac 0.5 --temperature 0.7 --max-minutes $GEN_MIN --log $W/gen.log || { echo FAILED > $W/DONE; exit 1; }
 COMMON="--gguf $G --data $W/data.npz --draft-vocab 8192 --tokens-per-batch ${TOKENS_PER_BATCH:-32768} --max-len ${MAX_LEN:-768} --lr ${LR:-3e-4} --epochs 50 ${INIT:+--init-from $INIT} --max-minutes $TRAIN_MIN --ckpt-every 300 --log-every 50 --dtype float16"
 PIDS=
-HYDRA="--gguf $G --data $W/data.npz --draft-vocab 8192 --tokens-per-batch ${TOKENS_PER_BATCH:-32768} --max-len ${MAX_LEN:-768} --lr ${HYDRA_LR:-1e-3} --epochs 50 --max-minutes $TRAIN_MIN --ckpt-every 300 --log-every 50 --dtype float16 --family hydra"
+# HYDRA_INIT: the Hydra export to continue (default: the bundled one; HYDRA_INIT= trains from scratch).
+HYDRA_INIT=${HYDRA_INIT-$W/src/python/eyas/drafters/bundled/hydra/smollm2-135m-instruct}
+[ -n "$HYDRA_INIT" ] && [ ! -d "$HYDRA_INIT" ] && HYDRA_INIT=
+HYDRA="--gguf $G --data $W/data.npz --draft-vocab 8192 --tokens-per-batch ${TOKENS_PER_BATCH:-32768} --max-len ${MAX_LEN:-768} --lr ${HYDRA_LR:-1e-3} --epochs 50 ${HYDRA_INIT:+--init-from $HYDRA_INIT} --max-minutes $TRAIN_MIN --ckpt-every 300 --log-every 50 --dtype float16 --family hydra"
 for m in $METHODS; do
   case $m in
-    hydra) $R train $HYDRA --out $W/runs/$m > $W/train_$m.log 2>&1 & ;;  # from scratch: the bundled drafter is EAGLE-3
+    hydra) $R train $HYDRA --out $W/runs/$m > $W/train_$m.log 2>&1 & ;;
     *) $R train $COMMON $([ $m = hass ] && echo --hass) --out $W/runs/$m > $W/train_$m.log 2>&1 & ;;
   esac
   PIDS="$PIDS $!"
