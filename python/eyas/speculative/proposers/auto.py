@@ -28,26 +28,29 @@ class FamilyChooser:
     they accept clearly more (a family's first round ingests the whole prompt: on a long one, trying
     a family costs more than a few rounds of drafting)."""
 
-    PROBE_ROUNDS = 2  # rounds a family drafts before it is judged
-    GOOD = 1.0  # accepted drafted tokens per round at which family 0 is kept without trying the others
+    PROBE_ROUNDS = 2  # rounds another family drafts before it is judged
+    FIRST_ROUNDS = 6  # ...and family 0 (the first rounds of an answer are its hardest tokens)
+    # Share of its drafted tokens accepted at which family 0 is kept without trying the others (per
+    # drafted token, not per round: on long documents the depth chooser drafts one token a round).
+    GOOD = 0.5
     REPROBE_FIRST = 16  # once all are tried: one round of another family (in turn) after this many...
     REPROBE_MAX = 128  # ...the gap doubling up to this while the choice stands and drafts well
     # Another family replaces family 0 only when it scores (1 + MARGIN) times family 0's score plus
-    # MARGIN_TOKENS: a few rounds are noisy, and a switch to a worse family costs more than staying
+    # MARGIN_RATE: a few rounds are noisy, and a switch to a worse family costs more than staying
     # with a slightly worse one.
     MARGIN = 0.2
-    MARGIN_TOKENS = 0.05
-    # Each family's mean starts as this many rounds at the mean of all rounds so far: two probe rounds
-    # alone (often the hard first tokens of an answer) let one lucky round decide the whole request.
-    PRIOR_ROUNDS = 4
+    MARGIN_RATE = 0.02
+    # Each family's rate starts as this many drafted tokens at the rate of all rounds so far: two probe
+    # rounds alone (often the hard first tokens of an answer) let one lucky round decide a request.
+    PRIOR_TOKENS = 6.0
     DECAY = 0.95  # per round of a family: its recent rounds weigh more (content changes within an answer)
 
     def __init__(self, n: int):
         if n < 1:
             fail("FamilyChooser needs at least one family")
         self.n = n
-        self.rounds = [0.0] * n  # decayed rounds observed per family
-        self.accepted = [0.0] * n  # ... and drafted tokens the target accepted in them
+        self.drafted = [0.0] * n  # decayed drafted tokens (on the verified path's depth) per family
+        self.accepted = [0.0] * n  # ... and how many of them the target accepted
         self.chosen = [0] * n  # rounds given per family
         self.reprobes = 0  # rounds given to a family other than the best once all were tried
         self._round = 0  # rounds chosen so far
@@ -55,21 +58,21 @@ class FamilyChooser:
         self._next: int | None = None  # round of the next re-probe
         self._current = None  # the best family at the last choice
 
-    def mean(self, i: int) -> float:
-        """Accepted drafted tokens per round of family i, recent rounds weighing more (0 before its first)."""
-        return self.accepted[i] / self.rounds[i] if self.rounds[i] else 0.0
+    def rate(self, i: int) -> float:
+        """Share of family i's drafted tokens accepted, recent rounds weighing more (0 before its first)."""
+        return self.accepted[i] / self.drafted[i] if self.drafted[i] else 0.0
 
     def score(self, i: int) -> float:
-        """Family i's accepted tokens per round, shrunk towards the mean of every family's rounds."""
-        total = sum(self.rounds)
+        """Family i's rate shrunk towards the rate of every family's rounds."""
+        total = sum(self.drafted)
         pooled = sum(self.accepted) / total if total else 0.0
-        return (self.accepted[i] + self.PRIOR_ROUNDS * pooled) / (self.rounds[i] + self.PRIOR_ROUNDS)
+        return (self.accepted[i] + self.PRIOR_TOKENS * pooled) / (self.drafted[i] + self.PRIOR_TOKENS)
 
     def best(self) -> int:
         """The best-scoring family if it clearly beats family 0 (MARGIN), else family 0; ties go to
         the earlier family."""
         top = max(range(self.n), key=lambda i: (self.score(i), -i))
-        return top if self.score(top) > (1 + self.MARGIN) * self.score(0) + self.MARGIN_TOKENS else 0
+        return top if self.score(top) > (1 + self.MARGIN) * self.score(0) + self.MARGIN_RATE else 0
 
     def choose(self) -> int:
         i = self._choose()
@@ -79,12 +82,12 @@ class FamilyChooser:
     def _choose(self) -> int:
         r = self._round
         self._round += 1
-        untried = [i for i in range(self.n) if self.chosen[i] < self.PROBE_ROUNDS]
+        untried = [i for i in range(self.n) if self.chosen[i] < (self.PROBE_ROUNDS if i else self.FIRST_ROUNDS)]
         if 0 in untried:
             return 0
         if untried:
             trying = any(self.chosen[1:])  # once another family is tried, every one gets its rounds
-            return untried[0] if trying or self.mean(0) < self.GOOD else 0
+            return untried[0] if trying or self.rate(0) < self.GOOD else 0
         best = self.best()
         if self._next is None:
             self._next = r + self.REPROBE_FIRST - 1
@@ -97,13 +100,14 @@ class FamilyChooser:
             others = [i for i in range(self.n) if i != best]
             self.reprobes += 1
             # Back off only while the choice drafts well: a poor one may be the luck of its first rounds.
-            self._gap = min(2 * self._gap, self.REPROBE_MAX) if self.mean(best) >= self.GOOD else self.REPROBE_FIRST
+            self._gap = min(2 * self._gap, self.REPROBE_MAX) if self.rate(best) >= self.GOOD else self.REPROBE_FIRST
             self._next = r + self._gap
             return others[(self.reprobes - 1) % len(others)]
         return best
 
-    def observe(self, i: int, accepted: int) -> None:
-        self.rounds[i] = self.DECAY * self.rounds[i] + 1.0
+    def observe(self, i: int, accepted: int, drafted: int) -> None:
+        """Family i drafted a tree `drafted` deep; the target accepted `accepted` of its tokens."""
+        self.drafted[i] = self.DECAY * self.drafted[i] + max(int(drafted), int(accepted), 1)
         self.accepted[i] = self.DECAY * self.accepted[i] + int(accepted)
 
 
@@ -170,7 +174,7 @@ class AutoProposer(MultiProposer):
     def observe(self, accepted: int, drafted_depth: int) -> None:
         if self._proposed is None:
             return
-        self.chooser.observe(self.families.index(self._proposed), accepted)
+        self.chooser.observe(self.families.index(self._proposed), accepted, drafted_depth)
         self.subs[self._proposed].observe(accepted, drafted_depth)
         self._proposed = None
 
