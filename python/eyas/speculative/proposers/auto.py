@@ -32,7 +32,9 @@ class FamilyChooser:
     FIRST_ROUNDS = 6  # ...and family 0 (the first rounds of an answer are its hardest tokens)
     # Share of its drafted tokens accepted at which family 0 is kept without trying the others (per
     # drafted token, not per round: on long documents the depth chooser drafts one token a round).
-    GOOD = 0.5
+    # Low: a trial's prompt ingest cost 5-15 % on the E7 workloads where the bundled EAGLE-3 drafter
+    # accepts 0.35-0.9 and no other family did better (docs/speculative.md §12).
+    GOOD = 0.3
     REPROBE_FIRST = 16  # once all are tried: one round of another family (in turn) after this many...
     REPROBE_MAX = 128  # ...the gap doubling up to this while the choice stands and drafts well
     # Another family replaces family 0 only when it scores (1 + MARGIN) times family 0's score plus
