@@ -21,7 +21,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # numpy's BLAS threads would
 
 import eyas  # noqa: E402
 from eyas.api import drafter_families  # noqa: E402
-from eyas.commands.bench import _add_lists, _pooled, _rates, _run, read_prompts  # noqa: E402
+from eyas.commands.bench import _pooled, _rates, _run, add_pair, new_row, read_prompts  # noqa: E402
 from eyas.sampling import SamplingParams  # noqa: E402
 
 
@@ -31,12 +31,6 @@ def parse_family(text: str) -> tuple[str, str]:
         raise SystemExit(f"[compare_families] unknown family {name!r}; choose from "
                          f"{', '.join(f for f in drafter_families() if f != 'none')}")
     return name, path or "default"
-
-
-def new_row(prompt: int, workload: str, n_prompt: int) -> dict:
-    return {"prompt": prompt, "workload": workload, "prompt_tokens": n_prompt, "plain_s": 0.0, "speculative_s": 0.0,
-            "plain_tokens": 0, "speculative_tokens": 0, "identical": True, "num_drafts": 0, "num_accepted_tokens": 0,
-            "accepted_per_pos": [], "tried_per_pos": []}
 
 
 def compare(models: dict, plain_model, prompts: list[dict], *, repeats: int, max_tokens: int, log=print) -> dict:
@@ -60,18 +54,8 @@ def compare(models: dict, plain_model, prompts: list[dict], *, repeats: int, max
                     out[name] = _run(plain_model, ids, sampling, n)
                 else:
                     out[name] = _run(models[name], ids, sampling, n, models[name].proposer)
-            p = out["plain"]
             for lab in labels:
-                s, row = out[lab], cur[lab]
-                row["plain_s"] += p.metrics["decode_s"]
-                row["speculative_s"] += s.metrics["decode_s"]
-                row["plain_tokens"] += max(len(p.tokens) - 1, 0)
-                row["speculative_tokens"] += max(len(s.tokens) - 1, 0)
-                row["identical"] &= p.tokens == s.tokens
-                for key in ("num_drafts", "num_accepted_tokens"):
-                    row[key] += s.metrics[key]
-                for key in ("accepted_per_pos", "tried_per_pos"):
-                    row[key] = _add_lists(row[key], s.metrics[key])
+                add_pair(cur[lab], out["plain"], out[lab])
         for lab in labels:
             cur[lab].update(_rates(cur[lab]))
             rows[lab].append(cur[lab])

@@ -101,24 +101,12 @@ def bench(model, prompts: list[dict], *, policy=None, max_tokens=128, repeats=1,
     rows = []
     for i, (item, ids) in enumerate(zip(prompts, encoded)):
         n = item.get("max_tokens") or max_tokens
-        row = {"prompt": i, "workload": item.get("workload", "prompts"), "prompt_tokens": len(ids), "plain_s": 0.0,
-               "speculative_s": 0.0, "plain_tokens": 0, "speculative_tokens": 0, "identical": True,
-               "num_drafts": 0, "num_accepted_tokens": 0, "accepted_per_pos": [], "tried_per_pos": []}
+        row = new_row(i, item.get("workload", "prompts"), len(ids))
         for r in range(repeats):
             runs = {}
             for name in (("plain", "speculative") if r % 2 == 0 else ("speculative", "plain")):
                 runs[name] = (plain if name == "plain" else speculative)(ids, n)
-            p, s = runs["plain"], runs["speculative"]
-            row["plain_s"] += p.metrics["decode_s"]
-            row["speculative_s"] += s.metrics["decode_s"]
-            # Decode-phase tokens: the first token comes from the prefill in both modes.
-            row["plain_tokens"] += max(len(p.tokens) - 1, 0)
-            row["speculative_tokens"] += max(len(s.tokens) - 1, 0)
-            row["identical"] &= p.tokens == s.tokens
-            for key in ("num_drafts", "num_accepted_tokens"):
-                row[key] += s.metrics[key]
-            for key in ("accepted_per_pos", "tried_per_pos"):
-                row[key] = _add_lists(row[key], s.metrics[key])
+            add_pair(row, runs["plain"], runs["speculative"])
         row.update(_rates(row))
         rows.append(row)
         if log:
@@ -155,6 +143,27 @@ def bench(model, prompts: list[dict], *, policy=None, max_tokens=128, repeats=1,
 
 
 _SUMMED = ("plain_s", "speculative_s", "plain_tokens", "speculative_tokens", "num_drafts", "num_accepted_tokens")
+
+
+def new_row(prompt: int, workload: str, prompt_tokens: int) -> dict:
+    """The counters of one prompt's paired runs, before any run."""
+    return {"prompt": prompt, "workload": workload, "prompt_tokens": prompt_tokens, "plain_s": 0.0,
+            "speculative_s": 0.0, "plain_tokens": 0, "speculative_tokens": 0, "identical": True,
+            "num_drafts": 0, "num_accepted_tokens": 0, "accepted_per_pos": [], "tried_per_pos": []}
+
+
+def add_pair(row: dict, plain, speculative) -> None:
+    """Adds one plain and one speculative run (consumed `Generation`s) of the row's prompt."""
+    row["plain_s"] += plain.metrics["decode_s"]
+    row["speculative_s"] += speculative.metrics["decode_s"]
+    # Decode-phase tokens: the first token comes from the prefill in both modes.
+    row["plain_tokens"] += max(len(plain.tokens) - 1, 0)
+    row["speculative_tokens"] += max(len(speculative.tokens) - 1, 0)
+    row["identical"] &= plain.tokens == speculative.tokens
+    for key in ("num_drafts", "num_accepted_tokens"):
+        row[key] += speculative.metrics[key]
+    for key in ("accepted_per_pos", "tried_per_pos"):
+        row[key] = _add_lists(row[key], speculative.metrics[key])
 
 
 def _add_lists(a: list, b: list) -> list:
