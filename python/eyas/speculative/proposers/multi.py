@@ -60,7 +60,12 @@ class MultiProposer(Proposer):
         n = len(self.feature_layers)
         if width % n:
             fail(f"features are {width} wide, not a multiple of the {n} feature layers")
-        return np.ascontiguousarray(features.reshape(m, n, width // n)[:, positions, :].reshape(m, -1))
+        h = width // n
+        if positions == list(range(positions[0], positions[0] + len(positions))):
+            # A run of layers is a column range: one row-by-row copy, several times faster than the
+            # gather below on a long prompt's features (17 MB for a 2.5K-token document).
+            return np.ascontiguousarray(features[:, positions[0] * h:(positions[-1] + 1) * h])
+        return np.ascontiguousarray(features.reshape(m, n, h)[:, positions, :].reshape(m, -1))
 
     def reset(self, capacity: int) -> None:
         for p in self.subs.values():
