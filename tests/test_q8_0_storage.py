@@ -25,9 +25,10 @@ def test_pack_keeps_vectors_and_ints_and_quantizes_matrices(tmp_path):
     odd = rng.standard_normal((8, 40)).astype(np.float32)  # columns not a multiple of 32: stays float
     norm = rng.standard_normal(96).astype(np.float16)
     d2t = np.arange(48, dtype=np.int64)
-    _write(tmp_path / "a.safetensors", {"w": w, "odd": odd, "norm": norm, "d2t": d2t})
+    wide = np.linspace(0, 1, 7)  # F64 vector: stored (and reported) as F32
+    _write(tmp_path / "a.safetensors", {"w": w, "odd": odd, "norm": norm, "d2t": d2t, "wide": wide})
     stored = write_q8_0(tmp_path / "a.safetensors", tmp_path / "b.safetensors")
-    assert stored == {"w": "Q8_0", "odd": "F32", "norm": "F16", "d2t": "I64"}
+    assert stored == {"w": "Q8_0", "odd": "F32", "norm": "F16", "d2t": "I64", "wide": "F32"}
     t = read_tensors(tmp_path / "b.safetensors")
     assert t["w"].dtype == "Q8_0" and t["w"].shape == [48, 96]
     raw, type_id, shape = t["w"].weight()
@@ -40,6 +41,8 @@ def test_pack_keeps_vectors_and_ints_and_quantizes_matrices(tmp_path):
     np.testing.assert_array_equal(t["norm"].numpy(), norm.astype(np.float32))
     np.testing.assert_array_equal(t["odd"].numpy(), odd)
     np.testing.assert_array_equal(t["d2t"].numpy(), d2t)
+    assert t["wide"].dtype == "F32"
+    np.testing.assert_array_equal(t["wide"].numpy(), wide.astype(np.float32))
 
 
 def test_runtime_weights_unchanged_by_packing_and_packing_is_idempotent(tmp_path):

@@ -135,9 +135,9 @@ def write_q8_0(src: str | Path, dst: str | Path) -> dict[str, str]:
             stored[name] = "Q8_0"
         elif t.dtype == "F16":  # kept in half precision (numpy() would widen it)
             tensors[name], stored[name] = np.ascontiguousarray(t.raw.view(np.float16).reshape(t.shape)), "F16"
-        else:  # BF16 vectors widen to F32 (numpy has no bfloat16)
+        else:  # BF16 and F64 vectors become F32 (numpy() widens / narrows them), the rest stay as they are
             tensors[name] = np.ascontiguousarray(t.numpy())
-            stored[name] = "F32" if t.dtype == "BF16" else t.dtype
+            stored[name] = "F32" if t.dtype in ("BF16", "F64") else t.dtype
     save_file(tensors, str(dst), metadata={"format": "np", Q8_0_KEY: json.dumps(shapes)})
     return stored
 
