@@ -176,7 +176,7 @@ def test_family_chooser_never_tries_the_others_while_the_first_drafts_well():
     c = FamilyChooser(3)
     for _ in range(200):  # one drafted token a round, accepted 2 times in 3: well, though under 1 per round
         i = c.choose()
-        c.observe(i, int(c._round % 3 != 0) if i == 0 else 1, 1)
+        c.observe(i, int(sum(c.chosen) % 3 != 0) if i == 0 else 1, 1)
     assert c.chosen == [200, 0, 0]
     # Content the first family drafts poorly: the others are tried, and the better one takes over.
     for _ in range(200):

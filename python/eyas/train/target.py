@@ -165,7 +165,9 @@ class TorchTarget(torch.nn.Module):
                 q = q.to(kv[0].dtype)
                 k, v = kv[0][i][:, :, : start + T], kv[1][i][:, :, : start + T]
             a = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=c.num_heads != c.num_kv_heads)
-            a = a.transpose(1, 2).reshape(B, T, c.num_heads * c.head_dim).to(x.dtype)
+            a = a.transpose(1, 2).reshape(B, T, c.num_heads * c.head_dim)
+            if kv is not None:  # back to the residual's dtype (the training forward, no cache, never left it)
+                a = a.to(x.dtype)
             if gate is not None:
                 a = a * torch.sigmoid(gate)
             x = x + a @ self.w(p + "attn_output").T

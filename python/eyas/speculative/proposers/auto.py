@@ -55,7 +55,6 @@ class FamilyChooser:
         self.accepted = [0.0] * n  # ... and how many of them the target accepted
         self.chosen = [0] * n  # rounds given per family
         self.reprobes = 0  # rounds given to a family other than the best once all were tried
-        self._round = 0  # rounds chosen so far
         self._gap = self.REPROBE_FIRST
         self._next: int | None = None  # round of the next re-probe
         self._current = None  # the best family at the last choice
@@ -82,8 +81,7 @@ class FamilyChooser:
         return i
 
     def _choose(self) -> int:
-        r = self._round
-        self._round += 1
+        r = sum(self.chosen)  # rounds chosen before this one
         untried = [i for i in range(self.n) if self.chosen[i] < (self.PROBE_ROUNDS if i else self.FIRST_ROUNDS)]
         if 0 in untried:
             return 0
@@ -159,7 +157,7 @@ class AutoProposer(MultiProposer):
 
     def ingest(self, features: np.ndarray, tokens: np.ndarray) -> None:
         if self.drafting is None:
-            self.drafting = self._family(self.chooser.choose())
+            self.drafting = self.families[self.chooser.choose()]
         for parts in self._backlog.values():
             parts.append((features, tokens))
         self.caught_up = len(self._backlog[self.drafting]) > 1  # pairs from rounds it did not draft
@@ -167,7 +165,7 @@ class AutoProposer(MultiProposer):
 
     def propose(self, policy: TreePolicy) -> DraftTree:
         if self.drafting is None:  # a driver that proposes twice without ingesting in between
-            self.drafting = self._family(self.chooser.choose())
+            self.drafting = self.families[self.chooser.choose()]
         name, self.drafting = self.drafting, None
         self._catch_up(name)
         self._proposed = name
@@ -179,9 +177,6 @@ class AutoProposer(MultiProposer):
         self.chooser.observe(self.families.index(self._proposed), accepted, drafted_depth)
         self.subs[self._proposed].observe(accepted, drafted_depth)
         self._proposed = None
-
-    def _family(self, i: int) -> str:
-        return self.families[i]
 
     def _catch_up(self, name: str) -> None:
         """Family `name` ingests its backlog in one call."""
