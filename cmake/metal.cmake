@@ -41,8 +41,7 @@ add_custom_target(eyas_metallib ALL DEPENDS ${EYAS_METALLIB})
 # Host: manual retain/release Objective-C++ (no ARC needed) + plain C++ op dispatch.
 target_sources(eyas_core PRIVATE
                ${CMAKE_CURRENT_SOURCE_DIR}/csrc/metal/context.mm
-               ${CMAKE_CURRENT_SOURCE_DIR}/csrc/metal/encoder.mm
-               ${CMAKE_CURRENT_SOURCE_DIR}/csrc/metal/ops.cpp)
+               ${CMAKE_CURRENT_SOURCE_DIR}/csrc/metal/encoder.mm)
 target_compile_definitions(eyas_core PUBLIC EYAS_HAS_METAL=1)
 target_link_libraries(eyas_core PUBLIC "-framework Metal" "-framework Foundation")
 add_dependencies(eyas_core eyas_metallib)

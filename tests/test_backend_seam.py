@@ -1,7 +1,7 @@
 """The backend seam (csrc/ops/backend.h): every op validates, then reaches the backend of its
 encoder's device through one lookup that checks where each buffer lives. Only csrc/cpu knows the
-CPU kernels; the test hooks _device and _seam_probe build the cases no real call can yet (a device
-with no backend in this build, buffers tagged as another device's memory)."""
+CPU kernels; the test hooks _device and _seam_probe build the cases no real call makes (a device
+with no driver, buffers tagged as another device's memory)."""
 
 import re
 from pathlib import Path
@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from eyas import _core
+from tests.metal_emu.fixtures import emulator, metal_device  # noqa: F401 (pytest fixtures)
 
 ops = _core.ops
 ROOT = Path(__file__).resolve().parent.parent
@@ -83,12 +84,21 @@ def test_calls_run_on_the_cpu(op):
 
 
 @pytest.mark.parametrize("op", sorted(CALLS))
-def test_cpu_memory_on_another_device_is_refused(op):
-    # numpy arrays are CPU memory; an encoder for a Metal device must not hand them to any kernel.
+def test_a_metal_device_without_a_driver_refuses_every_op(op):
+    # ops._device builds a device with no driver: nothing may be recorded for it.
     enc = _metal_encoder()
-    with pytest.raises(ValueError, match=rf"^\[{op}\] .* is in cpu memory but the encoder runs on metal"):
+    with pytest.raises(ValueError, match=rf"^\[{op}\] this metal device has no driver"):
         CALLS[op](enc)
     assert enc.num_dispatches == 0
+
+
+@pytest.mark.parametrize("op", sorted(CALLS))
+def test_cpu_memory_runs_on_metal(metal_device, op):
+    # Metal shares memory with the CPU: numpy arrays go to Metal kernels (or host steps) as they are.
+    enc = _core.Encoder(metal_device)
+    CALLS[op](enc)
+    assert enc.num_dispatches >= 1
+    enc.commit()
 
 
 def test_validation_comes_first_on_every_device():
@@ -109,10 +119,10 @@ def test_a_buffer_of_another_device_is_refused(op, foreign):
 
 
 @pytest.mark.parametrize("op", ["rms_norm", "matmul"])
-def test_a_device_without_a_backend_is_a_clear_error(op):
+def test_a_device_without_a_driver_is_a_clear_error(op):
     x, w = _r(2, 16), (_r(16) if op == "rms_norm" else _r(4, 16))
     enc = _metal_encoder()
-    with pytest.raises(ValueError, match=rf"^\[{op}\] this build has no metal backend"):
+    with pytest.raises(ValueError, match=rf"^\[{op}\] this metal device has no driver"):
         ops._seam_probe(op, x, w, ["metal"] * 3, encoder=enc)
     assert enc.num_dispatches == 0
 

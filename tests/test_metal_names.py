@@ -1,13 +1,20 @@
 """The kernel names the Metal host can request (csrc/metal/kernel_names.h) and the
 [[host_name]]s in metal/*.metal are the same set, and the emulator built every one of them."""
 
+import re
 from pathlib import Path
 
 from tests.metal_emu import lower
 from tests.metal_emu.fixtures import emulator  # noqa: F401 (pytest fixture)
-from tests.metal_emu.host import host_kernel_names
 
-METAL = Path(__file__).resolve().parent.parent / "metal"
+ROOT = Path(__file__).resolve().parent.parent
+METAL = ROOT / "metal"
+
+
+def host_kernel_names() -> list[str]:
+    """kKernelNames in csrc/metal/kernel_names.h."""
+    src = (ROOT / "csrc" / "metal" / "kernel_names.h").read_text()
+    return re.findall(r'"(\w+)"', re.search(r"kKernelNames\[\]\s*=\s*\{(.*?)\};", src, re.S).group(1))
 
 
 def _source_names() -> dict[str, str]:

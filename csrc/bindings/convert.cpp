@@ -104,4 +104,11 @@ std::shared_ptr<Device> default_device() {
 
 void set_default_threads(int threads) { device_slot() = std::make_shared<Device>("cpu", threads); }
 
+void reset_default_device() { device_slot().reset(); }
+
+void set_default_device(std::shared_ptr<Device> device) {
+  if (!device) fail("set_default_device", "device must be a Device");
+  device_slot() = std::move(device);
+}
+
 }  // namespace eyas::bind

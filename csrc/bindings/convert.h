@@ -25,6 +25,8 @@ Tensor from_bytes(const char* op, const char* name, Array a, DType dtype, std::v
 nb::object to_numpy(const Tensor& t);
 
 std::shared_ptr<Device> default_device();
+void set_default_device(std::shared_ptr<Device> device);
+void reset_default_device();
 void set_default_threads(int threads);
 
 // Runs `record(enc)` on the caller's encoder if given, else on a fresh one committed at once.

@@ -5,10 +5,31 @@
 #include "bindings/registry.h"
 
 EYAS_BINDINGS(core) {
-  nb::class_<Device>(m, "Device", "A backend ('cpu'; 'metal' on macOS builds) and its worker threads.")
-      .def(nb::init<const std::string&, int>(), "backend"_a = "cpu", "threads"_a = 0)
+  nb::class_<Device>(m, "Device",
+                     "A backend and its worker threads. 'cpu', or 'metal': Apple's GPU in macOS builds, elsewhere\n"
+                     "the MSL emulator library given as emulator=PATH or $EYAS_METAL_EMULATOR (docs/metal.md).")
+      .def(nb::init<const std::string&, int, const std::string&>(), "backend"_a = "cpu", "threads"_a = 0,
+           nb::kw_only(), "emulator"_a = "")
       .def_prop_ro("backend", &Device::backend)
-      .def_prop_ro("num_threads", &Device::num_threads);
+      .def_prop_ro("num_threads", &Device::num_threads)
+      .def_prop_ro(
+          "driver", [](Device& d) { return d.driver() ? std::string(d.driver()->name()) : std::string(); },
+          "'apple' or 'emulator' for a Metal device, '' for the CPU.")
+      .def(
+          "_set_test_hooks",
+          [](Device& d, uint32_t thread_limit, const std::string& matmul, int schedule, uint64_t seed,
+             const std::string& record_dir) {
+            const char* op = "_set_test_hooks";
+            if (!d.driver()) fail(op, "a CPU device has no GPU driver");
+            if (thread_limit < 32 || thread_limit > gpu::kMaxThreads) fail(op, "thread_limit must be in [32, 1024]");
+            if (matmul != "auto" && matmul != "vec" && matmul != "mat") fail(op, "matmul must be auto, vec or mat");
+            if (schedule < -1 || schedule > 2) fail(op, "schedule must be -1 (the encoder's) or 0..2");
+            d.driver()->hooks = {thread_limit, matmul == "vec" ? 1 : matmul == "mat" ? 2 : 0, schedule, seed, record_dir};
+          },
+          nb::kw_only(), "thread_limit"_a = gpu::kMaxThreads, "matmul"_a = "auto", "schedule"_a = -1, "seed"_a = 0,
+          "record_dir"_a = "",
+          "Test hooks of a Metal device: cap threads per threadgroup, force the matmul variant, force the\n"
+          "emulator's thread interleaving, record every launch as request/result files in record_dir.");
 
   nb::enum_<Schedule>(m, "Schedule", "Order in which an encoder runs the dispatches between two barriers.")
       .value("forward", Schedule::Forward)
@@ -35,6 +56,11 @@ EYAS_BINDINGS(core) {
       .def_prop_ro("barrier_positions", &Encoder::barrier_positions);
 
   m.def("set_num_threads", &bind::set_default_threads, "threads"_a,
-        "Replace the default CPU device with one of `threads` workers (<= 0: all cores).");
+        "Replace the default device with a CPU device of `threads` workers (<= 0: all cores).");
   m.def("get_num_threads", [] { return bind::default_device()->num_threads(); });
+  m.def("set_default_device", &bind::set_default_device, "device"_a,
+        "Make `device` the default: models, drafters, encoders and ops created without a device use it.");
+  m.def("get_default_device", &bind::default_device);
+  // A Device made in Python and set as the default must be released before the interpreter is.
+  nb::module_::import_("atexit").attr("register")(nb::cpp_function([] { bind::reset_default_device(); }));
 }

@@ -2,6 +2,11 @@
 // backend for, and an op run on buffers tagged as memory of a chosen device kind.
 #include <cstring>
 
+#include <nanobind/stl/array.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
+
 #include "bindings/convert.h"
 #include "bindings/registry.h"
 #include "ops/matmul.h"
@@ -60,4 +65,21 @@ EYAS_BINDINGS(ops_backend) {
       "op"_a, "x"_a, "w"_a, "devices"_a, nb::kw_only(), "encoder"_a = nb::none(),
       "Test hook: runs rms_norm(x, w) or matmul(x, w) (float32) with x, w and the output y in buffers "
       "tagged as memory of the device kinds in `devices` (three names), on `encoder` or a fresh CPU one.");
+  ops.def(
+      "_metal_launch",
+      [](const std::string& kernel, nb::bytes args, std::vector<std::tuple<uint32_t, bind::Array, std::string>> buffers,
+         std::array<uint32_t, 3> grid, std::array<uint32_t, 3> tg, std::vector<uint32_t> tg_mem, Encoder* encoder) {
+        const char* op = "_metal_launch";
+        gpu::Launch l{kernel, std::vector<uint8_t>(args.size()), {}, grid, tg, std::move(tg_mem)};
+        std::memcpy(l.args.data(), args.c_str(), args.size());
+        for (auto& [index, array, access] : buffers) {
+          const gpu::Access a = access == "r" ? gpu::Access::Read : access == "w" ? gpu::Access::Write
+                                : access == "rw" ? gpu::Access::ReadWrite
+                                                 : (fail(op, "access must be 'r', 'w' or 'rw'"), gpu::Access::Read);
+          l.bindings.push_back({index, bind::from_numpy(op, "buffer", array), a});
+        }
+        encoder->launch(std::move(l));
+      },
+      "kernel"_a, "args"_a, "buffers"_a, "grid"_a, "tg"_a, "tg_mem"_a, "encoder"_a,
+      "Test hook: records one raw GPU launch on a Metal encoder: buffers are (index, array, 'r'|'w'|'rw').");
 }

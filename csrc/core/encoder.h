@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
+#include <memory>
 #include <new>
 #include <string>
 #include <type_traits>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "core/device.h"
+#include "core/gpu.h"
 #include "core/tensor.h"
 
 namespace eyas {
@@ -104,6 +106,15 @@ class Encoder {
   // The same with counted arrays (a dispatch over a number of tensors known at run time).
   void dispatch(const char* name, const Tensor* const* reads, size_t n_reads, const Tensor* const* writes,
                 size_t n_writes, KernelFn fn);
+  // A GPU dispatch (Metal devices only): reads and writes are the launch's bindings. Checked here
+  // against Metal's limits and the driver's kernels; throws std::invalid_argument "[kernel] ...".
+  // On a GPU device a dispatch() closure is a host step: it runs on the CPU once every launch
+  // recorded before it has completed (memory is shared, as on Apple Silicon).
+  void launch(gpu::Launch l);
+  bool on_gpu() const { return device_.driver() != nullptr; }
+  // True when a dispatch recorded since the last commit writes bytes of t (t's contents are
+  // not final yet): planners that read small inputs on the host at record time check this.
+  bool writes_pending(const Tensor& t) const;
   // Runs every recorded dispatch group by group; rethrows the first kernel error.
   void commit();
   // Drops everything recorded since the last commit without running it (after a failed recording)
@@ -130,13 +141,19 @@ class Encoder {
   struct Dispatch {
     std::string name;
     uint32_t r0, nr, w0, nw;  // reads: ranges_[r0, r0 + nr); writes: ranges_[w0, w0 + nw)
-    KernelFn fn;
+    KernelFn fn;                          // CPU kernel or host step
+    std::unique_ptr<gpu::Launch> launch;  // or a GPU launch
   };
+  void record(const char* name, const Tensor* const* reads, size_t n_reads, const Tensor* const* writes,
+              size_t n_writes, KernelFn fn, std::unique_ptr<gpu::Launch> launch);
+  std::vector<size_t> group_order(size_t n);
+  void commit_gpu();
   static bool any_overlap(const Range* a, size_t na, const Range* b, size_t nb);
   void insert_barrier();
   void clear_recording();
   void run_group(size_t begin, size_t end);
-  void run_checked(Dispatch& d);
+  template <typename Run>
+  void run_checked(Dispatch& d, Run&& run);
 
   Device& device_;
   EncoderOptions options_;

@@ -3,6 +3,8 @@
 // positions, so a row's bits do not depend on T or on which rows share the call.
 #include "cpu/rope.h"
 
+#include "core/rope_angles.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -34,11 +36,7 @@ class AngleTable {
     const int half = int(freq_.size()), e = int(uint32_t(pos) % kEntries);
     float* cs = cs_.data() + size_t(e) * 2 * half;
     if (tag_[e] != pos) {
-      for (int k = 0; k < half; ++k) {
-        const float angle = float(pos) * freq_[k];
-        cs[2 * k] = float(std::cos(double(angle)));
-        cs[2 * k + 1] = float(std::sin(double(angle)));
-      }
+      for (int k = 0; k < half; ++k) rope_cos_sin(pos, freq_[k], &cs[2 * k], &cs[2 * k + 1]);
       tag_[e] = pos;
     }
     return cs;

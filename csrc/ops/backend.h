@@ -3,9 +3,10 @@
 // Entry points trust their arguments (the op checked them); each records on `enc` the dispatches
 // the op needs, declaring the tensors they read and write. Nothing above csrc/ops sees a backend.
 //
-// Backends of this build: the CPU backend (csrc/cpu/backend.cpp, always). The Metal issue adds
-// csrc/metal/backend.cpp defining metal_backend() and returns it from registered_backend() under
-// EYAS_HAS_METAL (cmake/metal.cmake); ops and model code stay as they are.
+// Backends: the CPU backend (csrc/cpu/backend.cpp) and the Metal backend (csrc/metal/backend.cpp,
+// portable C++ that plans launches for the device's driver). Metal on Apple Silicon shares memory
+// with the CPU, so a Metal encoder takes CPU memory too (numpy arrays, mapped weights) with no
+// copy; a CPU encoder never takes Metal memory.
 #pragma once
 #include <initializer_list>
 #include <vector>
@@ -76,12 +77,13 @@ class Backend {
 
 // The backend this build has for `kind`, or nullptr.
 Backend* registered_backend(DeviceKind kind);
-// Defined by csrc/cpu/backend.cpp.
+// Defined by csrc/cpu/backend.cpp and csrc/metal/backend.cpp.
 Backend& cpu_backend();
+Backend& metal_backend();
 
-// The backend of enc's device, after checking that every defined tensor's buffer lives on that
-// device; throws std::invalid_argument "[op] ..." on a mismatch or when the build has no backend
-// for the device. No allocation: a decode step calls it ~450 times.
+// The backend of enc's device, after checking that every defined tensor's buffer is memory that
+// device can use; throws std::invalid_argument "[op] ..." on a mismatch or when the device cannot
+// run (a Metal device with no driver). No allocation: a decode step calls it ~450 times.
 Backend& backend_for(const char* op, Encoder& enc, std::initializer_list<const Tensor*> tensors);
 
 }  // namespace eyas::ops

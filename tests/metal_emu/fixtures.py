@@ -25,3 +25,11 @@ def emulator():
 @pytest.fixture(scope="session")
 def sanitized_emulator():
     return _require("asan")
+
+
+@pytest.fixture(scope="session")
+def metal_device(emulator):
+    """Device('metal') on the emulator driver: the engine's real Metal backend and host code."""
+    from eyas import _core
+
+    return _core.Device("metal", 1, emulator=str(emulator.path))

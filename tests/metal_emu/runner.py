@@ -66,6 +66,7 @@ class Emulator:
     """In-process emulator (libmsl_emu.so)."""
 
     def __init__(self, lib: Path):
+        self.path = lib
         self.lib = ctypes.CDLL(str(lib))
         self.lib.emu_kernel_name.restype = ctypes.c_char_p
         self.lib.emu_kernel_file.restype = ctypes.c_char_p
