@@ -180,8 +180,29 @@ class Model:
         return g if stream else g.consume()
 
 
+DEVICES = ("cpu", "metal")
+
+
+def _use_device(device: str | None, threads: int | None) -> None:
+    """Makes `device` (with `threads` CPU workers) the default device models and drafters run on."""
+    from eyas import _core
+
+    if device is not None and device not in DEVICES:
+        fail(f"device must be one of {DEVICES}, got {device!r}")
+    current = _core.get_default_device()
+    if device is None and threads is None:
+        return
+    if device in (None, current.backend) and (threads is None or threads == current.num_threads):
+        return
+    try:
+        _core.set_default_device(_core.Device(device or current.backend, threads or 0))
+    except ValueError as e:
+        fail(str(e))
+
+
 def load(model: str | Path | None = None, *, drafter="default", drafter_family: str = DEFAULT_DRAFTER_FAMILY,
-         threads: int | None = None, max_context: int = DEFAULT_MAX_CONTEXT, kv_dtype: str = DEFAULT_KV_DTYPE) -> Model:
+         threads: int | None = None, max_context: int = DEFAULT_MAX_CONTEXT, kv_dtype: str = DEFAULT_KV_DTYPE,
+         device: str | None = None) -> Model:
     """Load a GGUF file or HF folder (default: the bundled SmolLM2-135M-Instruct Q4_1).
 
     drafter: a drafter checkpoint folder, "default" (the bundled drafter that fits the model; plain
@@ -193,17 +214,18 @@ def load(model: str | Path | None = None, *, drafter="default", drafter_family: 
     kv_dtype: "f16" (default, as llama.cpp) or "f32": the precision of the KV cache. F16 reads half
     the bytes per token of context (decode 10-30% faster at a few hundred tokens of context on the
     reference CPU); on the default model its top-1 agreement with a float32 reference equals the F32
-    cache's (docs/kv_cache.md). Greedy speculative output stays identical to plain output with either."""
+    cache's (docs/kv_cache.md). Greedy speculative output stays identical to plain output with either.
+
+    device: "cpu" or "metal" (default: the current default device, "cpu" at start). Metal runs on
+    Apple's GPU in macOS builds; elsewhere on the MSL emulator named by $EYAS_METAL_EMULATOR
+    (docs/metal.md). The model and its drafter run there, and later loads default to it."""
     if drafter_family not in drafter_families():
         fail(f"unknown drafter_family {drafter_family!r}; choose one of {', '.join(drafter_families())}")
     if kv_dtype not in KV_DTYPES:
         fail(f"kv_dtype must be one of {KV_DTYPES}, got {kv_dtype!r}")
-    if threads is not None:
-        if not isinstance(threads, int) or isinstance(threads, bool) or threads < 1:
-            fail(f"threads must be a positive integer, got {threads!r}")
-        from eyas import _core
-
-        _core.set_num_threads(threads)
+    if threads is not None and (not isinstance(threads, int) or isinstance(threads, bool) or threads < 1):
+        fail(f"threads must be a positive integer, got {threads!r}")
+    _use_device(device, threads)
     if not isinstance(max_context, int) or isinstance(max_context, bool) or not 2 <= max_context < 2**31:
         fail(f"max_context must be an integer in [2, 2**31), got {max_context!r}")
     if model is None:

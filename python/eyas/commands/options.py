@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from eyas.api import DEFAULT_DRAFTER_FAMILY, DEFAULT_KV_DTYPE, DEFAULT_MAX_CONTEXT, KV_DTYPES, drafter_families
+from eyas.api import DEFAULT_DRAFTER_FAMILY, DEFAULT_KV_DTYPE, DEFAULT_MAX_CONTEXT, DEVICES, KV_DTYPES, drafter_families
 
 
 def add_drafter_options(p) -> None:
@@ -19,6 +19,9 @@ def add_model_options(p) -> None:
     """The model, drafter, tree and runtime flags of every command that loads a model."""
     p.add_argument("--model", default=None, help="GGUF file or Hugging Face folder (default: bundled SmolLM2-135M)")
     p.add_argument("--threads", type=int, default=None)
+    p.add_argument("--device", choices=DEVICES, default="cpu",
+                   help="where the model runs: cpu (default) or metal (Apple GPU; off macOS the MSL emulator named "
+                        "by EYAS_METAL_EMULATOR, docs/metal.md)")
     p.add_argument("--max-context", type=int, default=DEFAULT_MAX_CONTEXT)
     p.add_argument("--kv-dtype", choices=KV_DTYPES, default=DEFAULT_KV_DTYPE,
                    help="KV cache precision: f16 (default, as llama.cpp: half the bytes per token of context) "
@@ -34,7 +37,7 @@ def load_model(args):
     import eyas
 
     return eyas.load(args.model, drafter=args.drafter, drafter_family=args.drafter_family, threads=args.threads,
-                     max_context=args.max_context, kv_dtype=args.kv_dtype)
+                     max_context=args.max_context, kv_dtype=args.kv_dtype, device=args.device)
 
 
 def add_sampling_options(p, *, temperature_help: str) -> None:
