@@ -1,11 +1,16 @@
-# Metal backend (macOS only; included from the top CMakeLists inside if(APPLE)).
+# Apple's Metal driver (macOS; included from the top CMakeLists when EYAS_METAL is on).
 # Builds eyas.metallib from metal/*.metal (one .air per file, then one metallib) and adds the
-# Objective-C++ host (csrc/metal) to eyas_core. Tests on Linux run the same .metal sources in
-# the MSL emulator instead (docs/metal.md).
+# Objective-C++ driver (csrc/metal/driver_apple.mm) to eyas_core. The portable Metal backend
+# (planners, encoder, emulator driver) is built on every platform; on Linux the tests run the same
+# .metal sources in the MSL emulator (docs/metal.md).
 find_program(EYAS_XCRUN xcrun)
 if(NOT EYAS_XCRUN)
-  message(WARNING "xcrun not found: building without the Metal backend")
-  return()
+  message(FATAL_ERROR "EYAS_METAL needs Xcode's xcrun (or configure with -DEYAS_METAL=OFF)")
+endif()
+execute_process(COMMAND ${EYAS_XCRUN} -sdk macosx metal --version RESULT_VARIABLE EYAS_METAL_RC OUTPUT_QUIET ERROR_QUIET)
+if(NOT EYAS_METAL_RC EQUAL 0)
+  message(FATAL_ERROR "The Metal compiler is missing: Xcode 26 installs it separately "
+                      "(xcodebuild -downloadComponent MetalToolchain), or configure with -DEYAS_METAL=OFF")
 endif()
 enable_language(OBJCXX)
 
@@ -38,12 +43,11 @@ add_custom_command(OUTPUT ${EYAS_METALLIB}
                    COMMENT "metallib eyas.metallib")
 add_custom_target(eyas_metallib ALL DEPENDS ${EYAS_METALLIB})
 
-# Host: manual retain/release Objective-C++ (no ARC needed) + plain C++ op dispatch.
-target_sources(eyas_core PRIVATE
-               ${CMAKE_CURRENT_SOURCE_DIR}/csrc/metal/context.mm
-               ${CMAKE_CURRENT_SOURCE_DIR}/csrc/metal/encoder.mm)
+# The driver: manual retain/release Objective-C++.
+target_sources(eyas_core PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/csrc/metal/driver_apple.mm)
+set_source_files_properties(${CMAKE_CURRENT_SOURCE_DIR}/csrc/metal/driver_apple.mm PROPERTIES COMPILE_OPTIONS -fno-objc-arc)
 target_compile_definitions(eyas_core PUBLIC EYAS_HAS_METAL=1)
 target_link_libraries(eyas_core PUBLIC "-framework Metal" "-framework Foundation")
 add_dependencies(eyas_core eyas_metallib)
-# Installed next to _core; the host loads it relative to the module file.
+# Installed next to _core; the driver finds it relative to the module file (EYAS_METALLIB overrides).
 install(FILES ${EYAS_METALLIB} DESTINATION eyas)

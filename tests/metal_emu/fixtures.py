@@ -28,8 +28,13 @@ def sanitized_emulator():
 
 
 @pytest.fixture(scope="session")
-def metal_device(emulator):
-    """Device('metal') on the emulator driver: the engine's real Metal backend and host code."""
+def metal_device(request):
+    """Device('metal') with the engine's real Metal backend: on the emulator driver, or on Apple's
+    driver (the GPU) when EYAS_TEST_METAL=apple (a macOS build; pyproject's cibuildwheel test)."""
     from eyas import _core
 
-    return _core.Device("metal", 1, emulator=str(emulator.path))
+    if os.environ.get("EYAS_TEST_METAL") == "apple":
+        device = _core.Device("metal", 1)
+        assert device.driver == "apple"
+        return device
+    return _core.Device("metal", 1, emulator=str(request.getfixturevalue("emulator").path))
