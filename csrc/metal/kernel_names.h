@@ -1,7 +1,6 @@
-// Every kernel name the Metal host can request, and the dispatch geometry it uses. The one list
-// shared by the host (device.mm builds its pipeline cache from it) and the tests
-// (tests/test_metal_names.py checks each name is a [[host_name]] in metal/*.metal and back).
-// Plain C++: no Metal types, so it also compiles off macOS.
+// Every kernel name the Metal backend can request, and the dispatch geometry its planners use
+// (csrc/metal/backend.cpp). tests/test_metal_names.py checks each name is a [[host_name]] in
+// metal/*.metal and back. Plain C++: no Metal types.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -54,7 +53,7 @@ inline constexpr const char* kKernelNames[] = {
     "embedding_q6_K",
 };
 
-// Dispatch geometry (mirrored by tests/metal_emu/host.py, which the emulator tests run).
+// Dispatch geometry.
 constexpr int kRowThreads = 256;        // rms_norm, softmax, argmax, top-k, attention, quantize_q8_256
 constexpr int kFlatThreads = 256;       // elementwise, embedding
 constexpr int kVecSimdgroups = 4;       // matmul *_vec: columns per threadgroup (x2 for float weights)
