@@ -36,6 +36,13 @@ def test_load_on_metal_equals_the_cpu(tiny, emulator, monkeypatch):
     assert _core.get_default_device().backend == "cpu"
 
 
+def test_sampled_generation_on_metal_equals_the_cpu(tiny, emulator, monkeypatch):
+    monkeypatch.setenv("EYAS_METAL_EMULATOR", str(emulator.path))
+    runs = [eyas.load(tiny, drafter="none", device=d, threads=1).generate(
+        "hello world", max_tokens=8, temperature=0.8, top_p=0.9, seed=3).tokens for d in ("cpu", "metal")]
+    assert runs[0] == runs[1]
+
+
 def test_bad_devices_are_clear_errors(tiny, monkeypatch):
     with pytest.raises(ValueError, match=r"device must be one of \('cpu', 'metal'\), got 'gpu'"):
         eyas.load(tiny, drafter="none", device="gpu")

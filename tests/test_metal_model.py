@@ -107,3 +107,24 @@ def test_metal_speculative_greedy_equals_plain_and_cpu(metal_device):
         gen = SpeculativeGenerator(target, Eagle3Proposer(build(spec, core, cfg, t)), TreePolicy(1, 3, 8))
         assert take(gen.steps([1, 2, 3], SamplingParams()), 13) == [0] * 13
         assert gen.metrics()["mean_accepted_length"] == 4
+
+
+def test_hydra_drafter_on_metal_equals_cpu(metal_device):
+    """Hydra heads (prefix attention + sequential heads) draft the CPU's tree, logits bit for bit."""
+    from tests.test_hydra_drafter import _drafter, _make
+
+    weights, d2t = _make(True)
+    rng = np.random.default_rng(2)
+    setup = (weights, d2t)
+    hidden = (2.0 * rng.standard_normal((6, 64))).astype(np.float32)
+    tokens = rng.integers(0, 300, 6).astype(np.int32)
+    out = {}
+    for device in (_core.Device("cpu", 1), metal_device):
+        with mc.on_device(device):
+            d = _drafter(setup)
+            d.ingest(hidden, tokens)
+            tree = d.expand(3, 3, 12)
+            out[device.backend] = (d.last_logits.copy(), tree)
+    assert np.array_equal(_bits(out["cpu"][0]), _bits(out["metal"][0]))
+    for k in ("tokens", "parents", "scores"):
+        assert np.array_equal(_bits(out["cpu"][1][k]), _bits(out["metal"][1][k])), k

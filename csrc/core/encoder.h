@@ -111,7 +111,6 @@ class Encoder {
   // On a GPU device a dispatch() closure is a host step: it runs on the CPU once every launch
   // recorded before it has completed (memory is shared, as on Apple Silicon).
   void launch(gpu::Launch l);
-  bool on_gpu() const { return device_.driver() != nullptr; }
   // True when a dispatch recorded since the last commit writes bytes of t (t's contents are
   // not final yet): planners that read small inputs on the host at record time check this.
   bool writes_pending(const Tensor& t) const;
