@@ -128,3 +128,29 @@ def test_hydra_drafter_on_metal_equals_cpu(metal_device):
     assert np.array_equal(_bits(out["cpu"][0]), _bits(out["metal"][0]))
     for k in ("tokens", "parents", "scores"):
         assert np.array_equal(_bits(out["cpu"][1][k]), _bits(out["metal"][1][k])), k
+
+
+@pytest.mark.parametrize("variant,qtype", [("llama", "Q4_0"), ("qwen2", "Q4_0"), ("qwen3", "F16"),
+                                           ("qwen3_moe", "Q8_0"), ("qwen2_moe_shared", "F32"),
+                                           ("qwen35-dense", "F32"), ("qwen35-moe", "Q8_0")])
+def test_speculative_on_metal_every_architecture(metal_device, files, variant, qtype):
+    """Greedy speculative decoding with a random EAGLE-3 drafter on Metal: the CPU's plain tokens."""
+    from eyas.generation import plain_steps
+    from eyas.sampling import SamplingParams
+    from eyas.speculative import Eagle3Proposer, SpeculativeGenerator, TreePolicy
+    from tests.parity.cases_speculative import build, random_checkpoint
+    from tests.test_speculative_greedy import take
+
+    loaded = load_model(files[(variant, qtype)])
+    prompt = [5, 9, 17, 33, 65, 129]
+    with mc.on_device(_core.Device("cpu", 1)):
+        want = take(plain_steps(_core.Transformer(loaded.spec, loaded.weights, max_context=64), prompt,
+                                SamplingParams()), 10)
+    with mc.on_device(metal_device):
+        cfg, t = random_checkpoint(1, loaded.spec)
+        drafter = build(loaded.spec, loaded.weights, cfg, t)
+        target = _core.Transformer(loaded.spec, loaded.weights, max_context=64, aux_layers=drafter.aux_layers)
+        for policy in (TreePolicy.chain(2), TreePolicy(2, 2, 5)):
+            gen = SpeculativeGenerator(target, Eagle3Proposer(drafter), policy)
+            assert take(gen.steps(prompt, SamplingParams()), 10) == want, policy
+            assert gen.metrics()["num_draft_tokens"] > 0
