@@ -56,8 +56,9 @@ def test_warm_start_from_an_export_keeps_its_vocab(tmp_path, tiny_gguf, target, 
                 "--init-from", str(tmp_path / "start"), "--draft-vocab", "64", "--ttt-steps", "2",
                 "--epochs", "1", "--tokens-per-batch", "512", "--max-len", "64", "--dtype", "float32",
                 "--device", "cpu", "--lr", "0"])
-    log = [json.loads(x) for x in (run / "train_log.jsonl").read_text().splitlines() if x.startswith("{")]
+    log = [json.loads(x) for x in (run / "train_log.jsonl").read_text().splitlines()]  # every line is JSON
     assert any(r.get("initialised_from_export") for r in log)
+    assert any(r.get("message", "").startswith("[train] exported") for r in log)
     out = load_drafter(run / "export", target.embed)
     assert out.cfg.draft_vocab_size == 48 and torch.equal(out.draft_ids(), d.draft_ids())
     # lr 0: the warm-started weights come back unchanged.

@@ -10,10 +10,11 @@ import time
 
 
 def _log(msg, path=None):
+    """Prints msg; with `path` also appends it to that JSONL log (a text message as {"message": msg})."""
     print(msg, flush=True)
     if path:
         with open(path, "a") as f:
-            f.write(msg + "\n")
+            f.write((msg if msg.startswith("{") else json.dumps({"message": msg})) + "\n")
 
 
 def _device(name):
