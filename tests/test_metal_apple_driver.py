@@ -27,8 +27,10 @@ def _check(source: Path) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def objc_toolchain(emulator):  # noqa: F811
+    if not shutil.which("gcc"):
+        pytest.fail("gcc is missing: it locates the Objective-C runtime headers (libobjc-12-dev)")
     include = subprocess.run(["gcc", "-print-file-name=include"], capture_output=True, text=True).stdout.strip()
-    if not shutil.which("gcc") or not (Path(include) / "objc" / "objc.h").exists():
+    if not (Path(include) / "objc" / "objc.h").exists():
         pytest.fail("the Objective-C runtime headers are missing (apt: libobjc-12-dev; .ci/setup-metal-emu)")
 
 
