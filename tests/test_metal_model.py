@@ -154,3 +154,28 @@ def test_speculative_on_metal_every_architecture(metal_device, files, variant, q
             gen = SpeculativeGenerator(target, Eagle3Proposer(drafter), policy)
             assert take(gen.steps(prompt, SamplingParams()), 10) == want, policy
             assert gen.metrics()["num_draft_tokens"] > 0
+
+
+def test_forward_batch_on_metal_equals_cpu(metal_device, files):
+    """Continuous batching (the server's forward_batch) on Metal: each sequence gets the CPU's bits."""
+    from tests.test_forward_batch import mixed_round
+
+    loaded = load_model(files[("qwen3", "F16")])
+    outs = {}
+    for device in (_core.Device("cpu", 1), metal_device):
+        seqs = [_core.Transformer(loaded.spec, loaded.weights, max_context=64, device=device, aux_layers=[0, 1, 2])
+                for _ in range(3)]
+        for t, p in zip(seqs, ([1, 2, 3], [4, 5], [6, 7, 8, 9])):
+            t.prefill(np.array(p, np.int32))
+        rng = np.random.default_rng(4)
+        got = []
+        for step in range(3):
+            items = [mixed_round(rng, 300, i + step) for i in range(3)]
+            res = seqs[0].forward_batch([dict(it, target=t) for it, t in zip(items, seqs)])
+            got += [r[k] for r in res for k in sorted(r)]
+            for t, it in zip(seqs, items):
+                t.commit([0])
+        outs[device.backend] = got
+    assert len(outs["cpu"]) == len(outs["metal"])
+    for i, (c, m) in enumerate(zip(outs["cpu"], outs["metal"])):
+        assert np.array_equal(_bits(c), _bits(m)), f"output {i} differs between Metal and the CPU"
