@@ -2,6 +2,7 @@
 #include <nanobind/stl/shared_ptr.h>
 
 #include "bindings/convert.h"
+#include "core/page_out.h"
 #include "bindings/registry.h"
 
 EYAS_BINDINGS(core) {
@@ -61,6 +62,13 @@ EYAS_BINDINGS(core) {
   m.def("set_default_device", &bind::set_default_device, "device"_a,
         "Make `device` the default: models, drafters, encoders and ops created without a device use it.");
   m.def("get_default_device", &bind::default_device);
+  m.def(
+      "_page_out",
+      [](bind::Array a) {
+        Tensor t = bind::from_numpy("_page_out", "a", a);
+        page_out(t.data<uint8_t>(), t.nbytes());
+      },
+      "a"_a, "Test hook: asks the OS to drop the resident pages of array a (csrc/core/page_out.h).");
   // A Device made in Python and set as the default must be released before the interpreter is.
   nb::module_::import_("atexit").attr("register")(nb::cpp_function([] { bind::reset_default_device(); }));
 }

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <new>
 
+#include "core/page_out.h"
 #include "cpu/matmul.h"
 #include "ops/cpu_controls.h"
 
@@ -68,6 +69,9 @@ std::shared_ptr<const uint8_t> cpu::weight_pack(const MatmulArgs& a, const Tenso
   std::memcpy(p->head, wd, p->edge);
   std::memcpy(p->tail, wd + nbytes - p->edge, p->edge);
   w.buffer->set_derived(key, p);
+  // Matmuls read the pack from now on (the weight only at its edges, and rows past the last
+  // 16-row group): a mapped file's bytes need not stay resident beside it.
+  if (w.buffer->read_only()) page_out(wd, nbytes);
   return bytes_of(std::move(p));
 }
 

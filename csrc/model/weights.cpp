@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "core/page_out.h"
 #include "ops/matmul.h"
 
 namespace eyas::model {
@@ -39,6 +40,8 @@ Tensor concat_rows(const std::vector<const Tensor*>& parts) {
   for (const Tensor* p : parts) {
     std::memcpy(out.data<uint8_t>() + off, p->data<uint8_t>(), p->nbytes());
     off += p->nbytes();
+    // The layer reads the copy from now on: a mapped file's part need not stay resident.
+    if (p->buffer->read_only()) page_out(p->data<uint8_t>(), p->nbytes());
   }
   return out;
 }
