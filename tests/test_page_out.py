@@ -48,3 +48,42 @@ def test_a_mapped_model_equals_one_in_ordinary_memory(tmp_path):
         outs.append((r["logits"], m.decode(9)["logits"], m.decode(10)["logits"]))
     for a, b in zip(*outs):
         assert np.array_equal(a, b)
+
+
+def test_fused_weights_adjacent_in_memory_are_viewed_not_copied(tmp_path):
+    """gate|up (and q|k|v) lying back to back, as GGUF files often store ffn_gate then ffn_up, become
+    the fused weight with no copy; scattered parts are copied. Both give the same bits."""
+    from eyas.loaders import load_model
+    from tests.fixtures import tiny_models
+
+    path = tiny_models.write_gguf(tmp_path / "m.gguf", "llama", tiny_models.random_llama_tensors(4),
+                                  tiny_models.LLAMA_CONFIG, "Q8_0")
+    loaded = load_model(path)
+    L = tiny_models.LLAMA_CONFIG["num_hidden_layers"]
+
+    def with_parts_adjacent(adjacent: bool) -> dict:
+        w = {k: (np.array(v[0], copy=True), *v[1:]) for k, v in loaded.weights.items()}
+        if adjacent:
+            for i in range(L):
+                for names in ((f"blk.{i}.ffn_gate", f"blk.{i}.ffn_up"),
+                              (f"blk.{i}.attn_q", f"blk.{i}.attn_k", f"blk.{i}.attn_v")):
+                    stacked = np.concatenate([w[n][0] for n in names])
+                    rows = np.cumsum([0] + [w[n][0].shape[0] for n in names])
+                    for n, a, b in zip(names, rows[:-1], rows[1:]):
+                        w[n] = (stacked[a:b], *w[n][1:])  # views into one array, in fused order
+        return w
+
+    outs, copied = [], []
+    for adjacent in (True, False):
+        weights = with_parts_adjacent(adjacent)
+        before = _core._fused_copy_bytes()
+        m = _core.Transformer(loaded.spec, weights, max_context=32)
+        copied.append(_core._fused_copy_bytes() - before)
+        r = m.forward(np.arange(1, 9, dtype=np.int32), logits="all")
+        m.commit(list(range(8)))
+        outs.append((r["logits"], m.decode(9)["logits"]))
+    parts = sum(loaded.weights[f"blk.{i}.{n}"][0].nbytes for i in range(L)
+                for n in ("ffn_gate", "ffn_up", "attn_q", "attn_k", "attn_v"))
+    assert copied == [0, parts]
+    for a, b in zip(*outs):
+        assert np.array_equal(a, b)

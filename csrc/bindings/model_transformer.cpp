@@ -8,6 +8,7 @@
 #include "bindings/model_spec.h"
 #include "bindings/registry.h"
 #include "model/transformer.h"
+#include "model/weights.h"
 
 using model::Transformer;
 
@@ -157,6 +158,9 @@ nb::list run_forward_batch(Transformer& m, nb::list items) {
 }  // namespace
 
 EYAS_BINDINGS(model_transformer) {
+  m.def("_fused_copy_bytes", &model::fused_copy_bytes,
+        "Bytes of fused q|k|v and gate|up weights copied so far in this process (parts adjacent in memory are\n"
+        "viewed in place and cost none).");
   nb::class_<Transformer>(m, "Transformer",
                           "Target model: layers of registered kinds over their per-sequence states (the KV cache for\n"
                           "attention): forward (prefill, decode, tree verify), commit, truncate.")
