@@ -32,6 +32,8 @@ PIDS=
 # HYDRA_INIT: the Hydra export to continue (default: the bundled one; HYDRA_INIT= trains from scratch).
 HYDRA_INIT=${HYDRA_INIT-$W/src/python/eyas/drafters/bundled/hydra/smollm2-135m-instruct}
 [ -n "$HYDRA_INIT" ] && [ ! -d "$HYDRA_INIT" ] && HYDRA_INIT=
+# A continuation starts from trained heads: at 1e-3 the 2026-12-03 one lost 0.80 -> 0.58 agreement in its first steps.
+[ -n "$HYDRA_INIT" ] && HYDRA_LR=${HYDRA_LR:-2e-4}
 HYDRA="--gguf $G --data $W/data.npz --draft-vocab 8192 --tokens-per-batch ${TOKENS_PER_BATCH:-32768} --max-len ${MAX_LEN:-768} --lr ${HYDRA_LR:-1e-3} --epochs 50 ${HYDRA_INIT:+--init-from $HYDRA_INIT} --max-minutes $TRAIN_MIN --ckpt-every 300 --log-every 50 --dtype float16 --family hydra"
 for m in $METHODS; do
   case $m in
