@@ -1,7 +1,7 @@
 """Random-weight GGUFs at the shapes of real models, for speed comparisons (decode speed does not
 depend on weight values). The tokenizer is the bundled default model's (SmolLM2); for Qwen3,
 Qwen3.5 and Llama-3.1 shapes, whose tokenizers are not on disk, its token list is padded with unused
-control tokens (or cut) to the real vocabulary size, so only the embedding and output shapes are real.
+tokens (or cut) to the real vocabulary size, so only the embedding and output shapes are real.
 Qwen3.5 shapes are hybrids (`qwen35`): three Gated DeltaNet layers to one gated attention layer.
 
     python bench/make_shape_gguf.py --shape smollm2-1.7b --type Q4_K_M [--out ~/.cache/eyas-bench]
@@ -176,7 +176,7 @@ def copy_tokenizer(w: GGUFWriter, src: Path, vocab: int) -> None:
         if key == "tokenizer.ggml.tokens":
             val = (val + [f"<|unused_{i}|>" for i in range(len(val), vocab)])[:vocab]
         elif key == "tokenizer.ggml.token_type":
-            val = (val + [3] * (vocab - len(val)))[:vocab]  # 3: control, never produced by the BPE
+            val = (val + [5] * (vocab - len(val)))[:vocab]  # 5: unused, as llama.cpp's converter types padding
         if f.types[0] == GGUFValueType.ARRAY:
             w.add_key_value(key, val, GGUFValueType.ARRAY, sub_type=f.types[-1])
         else:
