@@ -149,7 +149,7 @@ class MetalBackend final : public ops::Backend {
     const int64_t t = a.rows, k = a.k;
     const int forced = enc.device().driver()->hooks.matmul_variant;
     const bool vec = forced ? forced == 1 : t <= kVecMaxRows;
-    const std::string name = std::string("matmul_") + wtype_suffix(a.wtype) + (vec ? "_vec" : "_mat");
+    const std::string name = matmul_kernel(a.wtype, vec);
     const std::array<uint32_t, 3> mat_grid{ceil_div(a.n, kMatTileX), ceil_div(t, kMatTileY), 1},
         mat_tg{kMatTileX, kMatTileY, 1}, vec_tg{32 * kVecSimdgroups, 1, 1};
     const int be = act_block(a.wtype);

@@ -80,8 +80,9 @@ inline const char* wtype_suffix(int32_t ggml_type) {
   }
 }
 
-inline std::string matmul_kernel(int32_t ggml_type, int64_t rows) {
-  return std::string("matmul_") + wtype_suffix(ggml_type) + (rows <= kVecMaxRows ? "_vec" : "_mat");
+// vec: the simdgroup-per-column variant (T <= kVecMaxRows by default), else the tiled one.
+inline std::string matmul_kernel(int32_t ggml_type, bool vec) {
+  return std::string("matmul_") + wtype_suffix(ggml_type) + (vec ? "_vec" : "_mat");
 }
 // kv_f16: the KV cache holds half (CPU: kv_dtype="f16").
 inline std::string attention_kernel(int head_dim, bool kv_f16 = false) {

@@ -9,9 +9,9 @@ while [ ! -f $W/DONE ] && [ $(( $(date +%s) - t0 )) -lt "$T" ]; do sleep 10; don
 tail -c 3000 $W/pipeline.log
 mkdir -p $OUT
 cat $W/pipeline.log $W/gen.log $W/eval.log $W/train_*.log > $OUT/logs.txt 2>/dev/null
-# One JSONL for every method, each record labelled with it (the trainer's plain-text lines dropped).
+# One JSONL for every method, each record labelled with it.
 for m in eagle3 hass hydra; do
-  [ -f $W/runs/$m/train_log.jsonl ] && grep '^{' $W/runs/$m/train_log.jsonl | sed "s/^{/{\"method\": \"$m\", /"
+  [ -f $W/runs/$m/train_log.jsonl ] && sed "s/^{/{\"method\": \"$m\", /" $W/runs/$m/train_log.jsonl
 done > $OUT/train_logs.jsonl 2>/dev/null
 cp $W/eval*.json $OUT/ 2>/dev/null
 for m in eagle3 hass hydra; do
