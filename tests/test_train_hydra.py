@@ -131,3 +131,43 @@ def _final_residual(lm, ids):
     t = _core.Transformer(lm.spec, lm.weights, max_context=64, aux_layers=[L])
     out = t.forward(ids.numpy().astype(np.int32), logits="all", capture_aux=True)
     return np.ascontiguousarray(np.asarray(out["aux"]), dtype=np.float32)
+
+
+def test_chain_simulation_matches_drafting_node_by_node(target, data):  # noqa: F811
+    """evaluate_hydra_chain reads a round's drafts off one teacher-forced pass; here each round's chain
+    is drafted the slow way (context from the committed prefix, each head fed the tokens drafted
+    before it) on a sequence built so that rounds accept 0..HEADS tokens."""
+    from eyas.train.evaluate import evaluate_hydra_chain, replay, summarize
+
+    d = _perturbed(_hydra(target, data)).eval()
+    dids = d.draft_ids()
+
+    @torch.no_grad()
+    def chain(ids, r):  # tokens drafted in the round at root r: features up to r-1, root token ids[r]
+        final, _ = target(torch.tensor(ids[: r + 1])[None], want_aux=False)
+        parts, out = [d.context(final)[0, r - 1], d.embed[ids[r]]], []
+        for k in range(HEADS):
+            out.append(int(dids[d.head_logits(k, torch.cat(parts)).argmax()]))
+            parts.append(d.embed[out[-1]])
+        return out
+
+    rng = np.random.default_rng(3)
+    P = 6
+    ids = [int(x) for x in rng.integers(3, V, size=P + 1)]
+    while len(ids) < P + 40:  # each round accepts m drafted tokens, then a token the next head did not draft
+        ch = chain(ids, len(ids) - 1)
+        m = int(rng.integers(0, HEADS + 1))
+        ids += ch[:m]
+        ids.append(next(int(t) for t in rng.integers(3, V, size=8) if m == HEADS or t != ch[m]))
+    N = len(ids)
+    acc = []
+    for r in range(P, N - 1):
+        ch, a = chain(ids, r), 0
+        while a < HEADS and r + 1 + a < N and ch[a] == ids[r + 1 + a]:
+            a += 1
+        acc.append(a)
+    want = summarize([(a, N - 1 - r) for a, r in zip(*replay(np.array(acc), P, N))], HEADS, {})
+    got = evaluate_hydra_chain(target, d, [(ids, P)], HEADS)
+    assert got["rounds"] == want["rounds"] and got["tokens"] == want["tokens"]
+    assert got["mean_accept_length"] == pytest.approx(want["mean_accept_length"])
+    assert got["per_position"] == want["per_position"] and got["mean_accept_length"] > 1.5

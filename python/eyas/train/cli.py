@@ -1,4 +1,4 @@
-"""`eyas train-drafter` subcommands: prompts, generate, train, eval (also `python -m eyas.train`)."""
+"""`eyas train-drafter` subcommands: prompts, self-prompts, generate, train, eval (also `python -m eyas.train`)."""
 
 from __future__ import annotations
 
@@ -45,6 +45,24 @@ def cmd_prompts(a):
         build_real_prompt_set(a.out, n=a.n_real, seed=a.seed, sources=a.real_sources.split(","), sdist_dir=a.sdist_dir)
     else:
         build_prompt_sets(a.out, n_chat=a.n_chat, n_code=a.n_code, n_eval=a.n_eval, seed=a.seed)
+
+
+def cmd_self_prompts(a):
+    """The target writes chat requests (eyas.train.selfprompts) -> a prompt file for `generate`."""
+    from .selfprompts import self_prompts
+
+    dev = _device(a.device)
+    target, tok, template = _load_target(a.gguf, dev)
+    if template is None:
+        raise ValueError("[train] self-prompts needs a chat template (the target has none)")
+    rows = self_prompts(target, tok, template, a.n, batch=a.batch, max_new=a.max_new, temperature=a.temperature,
+                        top_p=a.top_p, seed=a.seed, max_rounds=a.max_rounds, max_minutes=a.max_minutes,
+                        log=lambda m: _log(m, a.log))
+    os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
+    with open(a.out, "w") as f:
+        for r in rows:
+            f.write(json.dumps(r, ensure_ascii=False) + "\n")
+    _log(f"[train] wrote {len(rows)} self-written requests -> {a.out}", a.log)
 
 
 def _tokenize_prompts(tok, template, rows, max_prompt):
@@ -242,8 +260,11 @@ def cmd_eval(a):
     import numpy as np
     import torch
 
-    from .evaluate import evaluate_sequences
+    from eyas.drafters.hydra import is_hydra
+
+    from .evaluate import evaluate_hydra_chain, evaluate_sequences
     from .export import load_drafter
+    from .hydra import load_hydra
     from .prompts import read_jsonl
 
     dev = _device(a.device)
@@ -266,9 +287,17 @@ def cmd_eval(a):
                 with open(cache, "w") as f:
                     json.dump(seqs, f)
         for ddir in a.drafter:
-            drafter = load_drafter(ddir, target.embed).to(dev)
             t0 = time.time()
-            m = evaluate_sequences(target, drafter, seqs, a.top_k, a.depth, a.total_tokens)
+            if is_hydra(ddir):
+                # Hydra drafts one token per head; only its chain (top_k 1) is simulated here.
+                if a.top_k != 1:
+                    _log(f"[train] {ddir}: a Hydra drafter is evaluated as a chain (--top-k 1) only; skipped")
+                    continue
+                drafter = load_hydra(ddir, target).to(dev)
+                m = evaluate_hydra_chain(target, drafter, seqs, min(a.total_tokens - 1, a.depth + 1))
+            else:
+                drafter = load_drafter(ddir, target.embed).to(dev)
+                m = evaluate_sequences(target, drafter, seqs, a.top_k, a.depth, a.total_tokens)
             m.update({"split": name, "drafter": ddir, "prompts": len(seqs), "seconds": round(time.time() - t0, 1)})
             results.setdefault(name, []).append(m)
             _log(json.dumps(m), a.log)
@@ -319,6 +348,21 @@ def add_arguments(p: argparse.ArgumentParser):
     s.add_argument("--seed", type=int, default=0)
     s.set_defaults(func=cmd_prompts)
 
+    s = sub.add_parser("self-prompts", help="the target writes chat requests itself (Magpie-style prompt source)")
+    s.add_argument("--gguf", required=True, help=TARGET_HELP)
+    s.add_argument("--n", type=int, required=True, help="distinct requests to keep")
+    s.add_argument("--out", required=True, help="output .jsonl (rows as `prompts` writes them)")
+    s.add_argument("--batch", type=int, default=256, help="samples per batch (CUDA: 1024 or more)")
+    s.add_argument("--max-new", type=int, default=128, help="longest request in tokens; longer samples are dropped")
+    s.add_argument("--temperature", type=float, default=1.0)
+    s.add_argument("--top-p", type=float, default=0.95)
+    s.add_argument("--max-rounds", type=int, default=0, help="batches at most (default: enough at a 10%% keep rate)")
+    s.add_argument("--max-minutes", type=float, default=0.0, help="stop starting new batches after this")
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--device", default="auto")
+    s.add_argument("--log")
+    s.set_defaults(func=cmd_self_prompts)
+
     s = sub.add_parser("generate", help="self-distillation: the target answers the prompts")
     s.add_argument("--gguf", required=True, help=TARGET_HELP)
     s.add_argument("--prompts", required=True)
@@ -368,9 +412,10 @@ def add_arguments(p: argparse.ArgumentParser):
     s.add_argument("src", help="exported drafter folder (config.json + model.safetensors)")
     s.add_argument("--out", required=True, help="new folder")
     s.set_defaults(func=cmd_pack)
-    s = sub.add_parser("eval", help="mean accepted length on prompt splits (exact greedy tree simulation)")
+    s = sub.add_parser("eval", help="mean accepted length on prompt splits (exact greedy tree simulation; "
+                                    "Hydra drafters: chains, --top-k 1)")
     s.add_argument("--gguf", required=True, help=TARGET_HELP)
-    s.add_argument("--drafter", required=True, nargs="+", help="exported drafter dirs")
+    s.add_argument("--drafter", required=True, nargs="+", help="exported drafter dirs (EAGLE-3 or Hydra)")
     s.add_argument("--prompts", required=True, nargs="+")
     s.add_argument("--max-new", type=int, default=256)
     s.add_argument("--max-prompt", type=int, default=384)

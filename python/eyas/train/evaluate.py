@@ -118,19 +118,56 @@ def evaluate_sequences(target, drafter, seqs, top_k=8, depth=6, total_tokens=48,
         acc = torch.cat([draft_trees(drafter, aux[0], ids, roots[s:s + chunk], top_k, depth, total_tokens)
                          for s in range(0, len(roots), chunk)]).cpu().numpy()
         rounds += [(a, N - 1 - r) for a, r in zip(*replay(acc, P, N))]
+    return summarize(rounds, depth + 1, {"top_k": top_k, "depth": depth, "total_tokens": total_tokens})
+
+
+def summarize(rounds, levels, extra):
+    """rounds: (accepted, room left) per round -> the metrics dict of evaluate_sequences."""
     if not rounds:
         raise ValueError("[train] evaluation has no sequence with at least two generated tokens")
     a = np.array([x[0] for x in rounds])
     room = np.array([x[1] for x in rounds])
     per = []
-    for k in range(1, depth + 2):
+    for k in range(1, levels + 1):
         reach = (a >= k - 1) & (room >= k)
         per.append(float((a[reach] >= k).mean()) if reach.any() else float("nan"))
     # A round emits its accepted tokens plus the target's bonus token, except when the accepted
     # path already reaches the end of the reference text (EOS or the length limit).
     emitted = a + (a < room)
     return {"mean_accept_length": float(emitted.mean()), "rounds": int(len(a)), "tokens": int(emitted.sum()),
-            "per_position": [round(x, 4) for x in per], "top_k": top_k, "depth": depth, "total_tokens": total_tokens}
+            "per_position": [round(x, 4) for x in per], **extra}
+
+
+@torch.no_grad()
+def evaluate_hydra_chain(target, drafter, seqs, length=4):
+    """Exact greedy simulation of a Hydra drafter drafting a chain of `length` tokens (one per head).
+
+    A chain is one path, so the heads' inputs along an accepted prefix are the reference tokens
+    themselves: the teacher-forced forward (HydraDrafter.ttt) on the greedy sequence gives, at index
+    t = root - 1, the token each head drafts for the round at that root. Accepted = the number of
+    leading heads whose argmax equals the greedy continuation; rounds replay as for EAGLE-3.
+    """
+    dev = target.embed.device
+    length = min(length, drafter.cfg.num_draft_heads)
+    dids = drafter.draft_ids()
+    rounds = []
+    for ids_list, P in seqs:
+        ids = torch.as_tensor(ids_list, dtype=torch.long, device=dev)
+        N = ids.shape[0]
+        if N - P < 2:
+            continue
+        final, _ = target(ids[None], want_aux=False)
+        heads = drafter.ttt(final, ids[None], length)
+        t = torch.arange(P - 1, N - 2, device=dev)  # roots P .. N-2
+        ok = torch.ones_like(t, dtype=torch.bool)
+        acc = torch.zeros_like(t)
+        for k, logits in enumerate(heads):
+            want = t + 2 + k
+            hit = (dids[logits[0, t].argmax(-1)] == ids[want.clamp_max(N - 1)]) & (want < N)
+            ok = ok & hit
+            acc = acc + ok.long()
+        rounds += [(a, N - 1 - r) for a, r in zip(*replay(acc.cpu().numpy(), P, N))]
+    return summarize(rounds, length, {"top_k": 1, "depth": length - 1, "total_tokens": length + 1, "family": "hydra"})
 
 
 def replay(acc, P, N):

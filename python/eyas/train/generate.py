@@ -30,12 +30,15 @@ def _sample(logits, temps, top_p, gen, candidates=256):
 
 
 @torch.no_grad()
-def generate_batch(model, prompts, max_new, temps=None, top_p=0.95, seed=0, dtype=torch.float32, prefill_chunk=512):
+def generate_batch(model, prompts, max_new, temps=None, top_p=0.95, seed=0, dtype=torch.float32, prefill_chunk=512,
+                   stop_ids=None):
     """prompts: list of token-id lists -> list of response id lists (each ends with EOS if it stopped).
 
     dtype: KV cache dtype (bf16 on GPU under autocast, fp32 on CPU).
     prefill_chunk: prompt tokens per prefill pass (long prompts: attention scores stay
     [B, heads, chunk, S] instead of [B, heads, P, P]).
+    stop_ids: the ids a row stops at (default the target's end-of-sequence ids; self-written
+    prompts also stop at the template's end-of-turn token).
     """
     c = model.cfg
     dev = model.embed.device
@@ -51,7 +54,7 @@ def generate_batch(model, prompts, max_new, temps=None, top_p=0.95, seed=0, dtyp
     pos = (torch.arange(P, device=dev)[None, :] - pad[:, None]).clamp_min(0)
     temps = torch.zeros(B, device=dev) if temps is None else torch.as_tensor(temps, dtype=torch.float32, device=dev)
     gen = torch.Generator(device=dev).manual_seed(seed)
-    stop = torch.as_tensor(c.eos_ids, device=dev)
+    stop = torch.as_tensor(list(stop_ids) if stop_ids else c.eos_ids, device=dev)
     for s0 in range(0, P, prefill_chunk):
         s1 = min(P, s0 + prefill_chunk)
         final, _ = model(ids[:, s0:s1], pos=pos[:, s0:s1], key_mask=key_mask, kv=kv, cache_pos=s0, want_aux=False)
