@@ -2,7 +2,9 @@
 # The whole GPU pipeline (runs detached under /tmp/w): self-distillation data, the drafters of
 # METHODS (default EAGLE-3 and HASS side by side on the one GPU, same wall-time budget; "hydra" adds
 # Hydra++ heads at HYDRA_LR, continued from HYDRA_INIT), export,
-# evaluation on EVAL_FILES (prompt files under /tmp/w/prompts).
+# evaluation on EVAL_FILES (prompt files under /tmp/w/prompts; Hydra drafters in chain shapes only).
+# SELF_N>0: the target first writes SELF_N chat requests (`self-prompts`, the "self" source), answered
+# in a pass of their own (short prompts batch wider: SELF_GEN_BATCH) and trained on beside train.jsonl's.
 # INIT=DIR warm-starts the runs from an exported drafter (default: the bundled one; INIT= none).
 # EVAL_ALSO=DIRS: more drafters evaluated beside the new ones (e.g. the bundled one when INIT=).
 # Long real-text prompts: raise MAX_PROMPT (generate + eval), MAX_LEN and lower TOKENS_PER_BATCH
@@ -27,14 +29,23 @@ $R generate --gguf $G --prompts $W/prompts/train.jsonl --out $W/data.npz $SMALL 
   --greedy-frac 0.5 --temperature 0.7 --max-minutes $GEN_MIN --log $W/gen.log ||
 $R generate --gguf $G --prompts $W/prompts/train.jsonl --out $W/data.npz $SMALL --batch 512 --max-prompt $MAX_PROMPT \
   --greedy-frac 0.5 --temperature 0.7 --max-minutes $GEN_MIN --log $W/gen.log || { echo FAILED > $W/DONE; exit 1; }
-COMMON="--gguf $G --data $W/data.npz --draft-vocab 8192 --tokens-per-batch ${TOKENS_PER_BATCH:-32768} --max-len ${MAX_LEN:-768} --lr ${LR:-3e-4} --epochs 50 ${INIT:+--init-from $INIT} --max-minutes $TRAIN_MIN --ckpt-every 300 --log-every 50 --dtype float16"
+DATA=$W/data.npz
+if [ "${SELF_N:-0}" -gt 0 ]; then
+  if [ "${DRY:-0}" = 1 ]; then SELF_ARGS="--n 4 --batch 8 --max-new 64 --max-rounds 2"; SSMALL="$SMALL"
+  else SELF_ARGS="--n $SELF_N --batch ${SELF_BATCH:-2048} --max-minutes ${SELF_MIN:-3}"; SSMALL="--max-new $MAX_NEW --batch ${SELF_GEN_BATCH:-2048}"; fi
+  $R self-prompts --gguf $G $SELF_ARGS --seed ${SELF_SEED:-0} --out $W/prompts/self.jsonl --log $W/gen.log || { echo FAILED > $W/DONE; exit 1; }
+  $R generate --gguf $G --prompts $W/prompts/self.jsonl --out $W/data_self.npz $SSMALL --max-prompt 384 --seed 1 \
+    --greedy-frac 0.5 --temperature 0.7 --max-minutes ${SELF_GEN_MIN:-$GEN_MIN} --log $W/gen.log || { echo FAILED > $W/DONE; exit 1; }
+  DATA="$DATA $W/data_self.npz"
+fi
+COMMON="--gguf $G --data $DATA --draft-vocab 8192 --tokens-per-batch ${TOKENS_PER_BATCH:-32768} --max-len ${MAX_LEN:-768} --lr ${LR:-3e-4} --epochs 50 ${INIT:+--init-from $INIT} --max-minutes $TRAIN_MIN --ckpt-every 300 --log-every 50 --dtype float16"
 PIDS=
 # HYDRA_INIT: the Hydra export to continue (default: the bundled one; HYDRA_INIT= trains from scratch).
 HYDRA_INIT=${HYDRA_INIT-$W/src/python/eyas/drafters/bundled/hydra/smollm2-135m-instruct}
 [ -n "$HYDRA_INIT" ] && [ ! -d "$HYDRA_INIT" ] && HYDRA_INIT=
 # A continuation starts from trained heads: at 1e-3 the 2026-12-03 one lost 0.80 -> 0.58 agreement in its first steps.
 [ -n "$HYDRA_INIT" ] && HYDRA_LR=${HYDRA_LR:-2e-4}
-HYDRA="--gguf $G --data $W/data.npz --draft-vocab 8192 --tokens-per-batch ${TOKENS_PER_BATCH:-32768} --max-len ${MAX_LEN:-768} --lr ${HYDRA_LR:-1e-3} --epochs 50 ${HYDRA_INIT:+--init-from $HYDRA_INIT} --max-minutes $TRAIN_MIN --ckpt-every 300 --log-every 50 --dtype float16 --family hydra"
+HYDRA="--gguf $G --data $DATA --draft-vocab 8192 --tokens-per-batch ${TOKENS_PER_BATCH:-32768} --max-len ${MAX_LEN:-768} --lr ${HYDRA_LR:-1e-3} --epochs 50 ${HYDRA_INIT:+--init-from $HYDRA_INIT} --max-minutes $TRAIN_MIN --ckpt-every 300 --log-every 50 --dtype float16 --family hydra"
 for m in $METHODS; do
   case $m in
     hydra) $R train $HYDRA --out $W/runs/$m > $W/train_$m.log 2>&1 & ;;
@@ -46,7 +57,9 @@ for p in $PIDS; do wait $p; done
 for m in $METHODS; do tail -n 3 $W/train_$m.log; done
 touch $W/TRAINED  # collect.sh may return the exports from here on
 [ "${SKIP_EVAL:-0}" = 1 ] && { echo ok > $W/DONE; exit 0; }  # SKIP_EVAL=1: the engine evaluates the exports instead
-EXPORTS=$(for m in $METHODS; do [ $m = hydra ] || echo $W/runs/$m/export; done)  # the simulation reads EAGLE-3 layouts
+EXPORTS=$(for m in $METHODS; do echo $W/runs/$m/export; done)
+# Hydra drafters are simulated as chains (top_k 1): the bundled one beside the continued one.
+case " $METHODS " in *" hydra "*) EXPORTS="$HYDRA_INIT $EXPORTS" ;; esac
 PROMPTS=$(for f in $EVAL_FILES; do echo $W/prompts/$f; done)
 for tree in $EVAL_TREES; do
   IFS=, read -r K D N <<< "$tree"

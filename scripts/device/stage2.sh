@@ -17,6 +17,7 @@ rm -rf $W/src $W/prompts && mkdir -p $W/src && cp -r "$SRC/python" "$SRC/scripts
 B=python/eyas/drafters/bundled; [ -d $W/src/$B ] || cp -r $B $W/src/$B  # prepare.sh leaves it to the checkout
 if ls $W/train.xz.part0* >/dev/null 2>&1; then cat $W/train.xz.part0[0-9] | xz -d > $W/prompts/train.jsonl; rm $W/train.xz.part0*; fi
 wc -l $W/prompts/*.jsonl
+rm -f $W/DONE $W/TRAINED  # markers of an earlier run in the same folder (a rehearsal here) would end collect.sh at once
 cd $W && PYTHONPATH=$W/site PYTHONUNBUFFERED=1 setsid nohup bash $W/src/scripts/device/pipeline.sh > $W/pipeline.log 2>&1 < /dev/null &
 sleep 2
 exec bash "$W/src/scripts/device/collect.sh" "${1:-540}"

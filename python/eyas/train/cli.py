@@ -63,6 +63,8 @@ def cmd_self_prompts(a):
         for r in rows:
             f.write(json.dumps(r, ensure_ascii=False) + "\n")
     _log(f"[train] wrote {len(rows)} self-written requests -> {a.out}", a.log)
+    for r in rows[: a.show]:  # a sample in the log, which comes back from a device run when the file may not
+        _log(json.dumps({"self_prompt": r["prompt"]}, ensure_ascii=False), a.log)
 
 
 def _tokenize_prompts(tok, template, rows, max_prompt):
@@ -361,6 +363,7 @@ def add_arguments(p: argparse.ArgumentParser):
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--device", default="auto")
     s.add_argument("--log")
+    s.add_argument("--show", type=int, default=30, help="requests to print (and log) as a sample")
     s.set_defaults(func=cmd_self_prompts)
 
     s = sub.add_parser("generate", help="self-distillation: the target answers the prompts")
