@@ -2,6 +2,7 @@
 #include <nanobind/stl/shared_ptr.h>
 
 #include "bindings/convert.h"
+#include "core/huge_pages.h"
 #include "core/page_out.h"
 #include "bindings/registry.h"
 
@@ -69,6 +70,15 @@ EYAS_BINDINGS(core) {
         page_out(t.data<uint8_t>(), t.nbytes());
       },
       "a"_a, "Test hook: asks the OS to drop the resident pages of array a (csrc/core/page_out.h).");
+  m.def(
+      "_alloc_streamed",
+      [](size_t nbytes) {
+        void* p = alloc_streamed(nbytes);
+        if (!p) throw std::bad_alloc();
+        nb::capsule owner(p, [](void* q) noexcept { std::free(q); });
+        return nb::ndarray<nb::numpy, uint8_t, nb::ndim<1>>(p, {nbytes}, owner);
+      },
+      "nbytes"_a, "Test hook: uint8[nbytes] allocated as weight repacks are (csrc/core/huge_pages.h).");
   // A Device made in Python and set as the default must be released before the interpreter is.
   nb::module_::import_("atexit").attr("register")(nb::cpp_function([] { bind::reset_default_device(); }));
 }

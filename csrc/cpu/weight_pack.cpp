@@ -6,6 +6,7 @@
 #include <cstring>
 #include <new>
 
+#include "core/huge_pages.h"
 #include "core/page_out.h"
 #include "cpu/matmul.h"
 #include "ops/cpu_controls.h"
@@ -61,7 +62,7 @@ std::shared_ptr<const uint8_t> cpu::weight_pack(const MatmulArgs& a, const Tenso
     }
   }
   auto p = std::make_shared<Pack>();  // built without a lock: other threads' matmuls go on meanwhile
-  p->bytes.reset(static_cast<uint8_t*>(std::aligned_alloc(64, (matmul_pack_bytes(a) + 63) / 64 * 64)));
+  p->bytes.reset(static_cast<uint8_t*>(alloc_streamed(matmul_pack_bytes(a))));
   if (!p->bytes) throw std::bad_alloc();
   matmul_pack_weight(a, wd, p->bytes.get(), pool);
   ++packs_built;
