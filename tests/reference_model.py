@@ -91,6 +91,15 @@ class ReferenceTransformer:
         self.ambiguous: set[int] = set()
         self._rows = np.zeros(0, np.int64)  # absolute positions of the current forward's rows
 
+    @property
+    def weight_bytes(self) -> int:
+        """As the runtime's: what a decode step reads whole (float32 here)."""
+        return sum(w.nbytes for name, w in self.w.items() if name != "token_embd")
+
+    @property
+    def state_bytes(self) -> int:
+        return 2 * self.length * self.k.shape[0] * self.k.shape[2] * self.k.shape[3] * self.k.itemsize
+
     def reset(self) -> None:
         self.length = 0
         self.ambiguous.clear()

@@ -157,3 +157,12 @@ def test_hf_moe_configs_list_their_dense_blocks():
     spec = qwen3_moe.spec_from_hf(cfg)
     assert [k["ffn"] for k in spec["layers"]] == ["dense_ffn", "moe_ffn", "dense_ffn", "dense_ffn"]
     assert all(k["mixer"] == "attention" for k in spec["layers"])
+
+
+@pytest.mark.parametrize("tie", [True, False], ids=["tied", "untied"])
+def test_weight_bytes_count_what_a_step_reads_whole(tie):
+    spec, core, _ = make_model(5, qtype=Q.Q8_0, tie=tie)
+    m = _core.Transformer(spec, core, max_context=16)
+    whole = sum(np.asarray(w).nbytes for w, _, _ in core.values())
+    embd = np.asarray(core["token_embd"][0]).nbytes
+    assert m.weight_bytes == (whole if tie else whole - embd)  # a tied embedding is the head too

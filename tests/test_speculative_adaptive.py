@@ -124,6 +124,10 @@ class Scripted:
 
     def __init__(self, max_depth, cost=None, previous=None):
         self.i, self.seen = -1, []
+        self.fixed = cost is not None
+
+    def set_fixed_cost(self, cost):
+        pass
 
     def choose(self):
         self.i += 1
@@ -236,3 +240,52 @@ def test_fixed_cost_chooser_ignores_times():
     assert c.cost == [1.0, 1.25, 1.5, 1.75]
     picks = run(c, 100, accepted_of=lambda d: d, cost_of=lambda d: 1e9)  # times would say: never draft
     assert c.best() == 3 and picks[-20:].count(3) >= 18
+
+
+def test_fixed_cost_grows_with_the_context():
+    from eyas.speculative.adaptive import fixed_cost
+
+    assert [fixed_cost(d) for d in range(4)] == [1.0 + 0.35 * d for d in range(4)]  # short context
+    for share in (0.1, 0.5, 1.0):
+        costs = [fixed_cost(d, share) for d in range(5)]
+        assert costs[0] == 1.0  # a plain step is the unit at every context
+        assert all(b > a for a, b in zip(costs, costs[1:]))
+        assert all(fixed_cost(d, share) > fixed_cost(d, share / 2) for d in range(1, 5))
+    # fitted to the rounds measured at 2.3K-3.2K tokens (chains of 1 and 3: ~1.57 and ~2.6 steps)
+    assert 1.5 < fixed_cost(1, 0.69) < 1.65 and 2.5 < fixed_cost(3, 0.69) < 2.75
+
+
+def test_fixed_cost_chooser_drafts_less_at_long_context():
+    from eyas.speculative.adaptive import fixed_cost
+
+    c = DepthChooser(3, cost=fixed_cost)
+    for _ in range(40):  # position 1 accepted 3 times in 5, deeper ones never tried past it
+        c.tried[1] = c.DECAY * c.tried[1] + 1.0
+        c.accepted[1] = c.DECAY * c.accepted[1] + 0.6
+    assert c.best() == 1  # 1.6 tokens for 1.35 steps
+    c.set_fixed_cost(lambda d: fixed_cost(d, 1.0))
+    assert c.best() == 0  # 1.6 tokens for ~1.6 steps: plain steps
+    with pytest.raises(ValueError, match="measures its costs"):
+        DepthChooser(3).set_fixed_cost(fixed_cost)
+
+
+def test_sampled_rounds_price_the_context(monkeypatch):
+    """Under sampling the generator hands the chooser the fixed model at the current context:
+    dearer after a long prompt, and a function of the committed length alone."""
+    import eyas
+
+    seen = []
+    orig = DepthChooser.set_fixed_cost
+    monkeypatch.setattr(DepthChooser, "set_fixed_cost", lambda self, cost: (orig(self, cost), seen.append(list(self.cost))))
+    m = eyas.load(max_context=2048)
+    short_prompt, long_prompt = "Tell me about owls.", "Owls hunt at night. " * 150
+    costs = {}
+    for name, prompt in (("short", short_prompt), ("long", long_prompt)):
+        seen.clear()
+        m.generate(prompt, max_tokens=6, temperature=0.8, seed=3)
+        assert seen, "the sampled chooser was never priced"
+        costs[name] = seen[0]
+    assert costs["long"][1] > costs["short"][1] + 0.1
+    seen.clear()
+    m.generate(long_prompt, max_tokens=6, temperature=0.8, seed=3)
+    assert seen[0] == costs["long"]  # the same context gives the same model on every run

@@ -238,6 +238,8 @@ EYAS_BINDINGS(model_transformer) {
                    "KV cache precision: 'f32' or 'f16'.")
       .def_prop_ro("state_bytes", &Transformer::state_bytes,
                    "Bytes a snapshot of every layer's state holds at the committed length (K/V rows for attention).")
+      .def_prop_ro("weight_bytes", &Transformer::weight_bytes,
+                   "Bytes of the weights a decode step reads whole (all but the untied token embedding).")
       .def_prop_ro("layer_kinds", &Transformer::layer_kinds, "Kind of every layer in order: mixer, FFN per block.")
       .def(
           "layer_state",

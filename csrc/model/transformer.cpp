@@ -40,6 +40,8 @@ Transformer::Transformer(ModelSpec spec, WeightMap weights, int max_context, std
 void Transformer::build(const WeightMap& w, bool fuse) {
   const ModelSpec& s = spec_;
   const int64_t H = s.hidden_size, V = s.vocab_size;
+  for (const auto& [name, t] : w)
+    if (name != "token_embd" || s.tie_embeddings) weight_bytes_ += t.nbytes();
   embd_ = take(w, "token_embd", {V, H}, false);
   out_norm_ = take(w, "output_norm", {H}, true);
   out_w_ = s.tie_embeddings ? embd_ : take(w, "output", {V, H}, false);

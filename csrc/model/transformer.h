@@ -68,6 +68,9 @@ class Transformer {
   int pending() const { return pending_; }
   // Bytes a snapshot of every layer's state holds at the committed length.
   size_t state_bytes() const;
+  // Bytes of every weight a decode step reads whole: all given weights but the token embedding,
+  // which a step reads one row of, unless it is also the output head (MoE experts all counted).
+  size_t weight_bytes() const { return weight_bytes_; }
   // Kind of every layer in order (two per block: mixer, FFN).
   std::vector<std::string> layer_kinds() const;
   // Layer `index`'s (in layer_kinds order) committed state as named views (LayerState::committed).
@@ -101,6 +104,7 @@ class Transformer {
   int chunk_, capacity_;
   DType kv_dtype_;
   int length_ = 0, pending_ = 0;
+  size_t weight_bytes_ = 0;
   Tensor embd_, out_norm_, out_w_;
   std::vector<std::unique_ptr<Workspace>> workspaces_;
   std::vector<Slot> layers_;

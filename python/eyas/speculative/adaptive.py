@@ -15,11 +15,23 @@ machine's load (DESIGN invariant 4): there c(d) comes from a fixed cost model in
 from __future__ import annotations
 
 
-def fixed_cost(d: int) -> float:
-    """A round drafting d tokens in plain decode steps, as measured on the 2-core reference CPU
-    (docs/speculative.md: propose + verify + accept of chains of 1-4 cost 1.33-1.41, 1.64,
-    1.92-1.99 and 2.42-2.44 steps)."""
-    return 1.0 + 0.35 * d
+# The fixed cost model's context terms (docs/speculative.md §3), fitted on the 2-core Zen 4 CPU with the
+# default model: attention over the context costs ATTENTION_WEIGHT x its share of a step's bytes in time
+# (at 3K tokens attention took ~60 % of a step), and a tree node pays NODE_ATTENTION of a step's attention
+# (measured rounds at 2.3K-3.2K tokens: chains of 1, 2, 3 cost 1.57, 1.73-2.16, 2.54-2.65 steps).
+ATTENTION_WEIGHT = 2.15
+NODE_ATTENTION = 0.7
+
+
+def fixed_cost(d: int, context_share: float = 0.0) -> float:
+    """A round drafting d tokens in plain decode steps at the same context: at short context as
+    measured on the 2-core reference CPU (propose + verify + accept of chains of 1-4 cost 1.33-1.41,
+    1.64, 1.92-1.99 and 2.42-2.44 steps), and dearer as the context grows, since every node of the
+    verify attends to all of it. context_share: the attention state's bytes over the weights' bytes
+    (`target.state_bytes / target.weight_bytes`), a function of the committed length alone, so the
+    model stays deterministic."""
+    a = ATTENTION_WEIGHT * max(0.0, context_share)
+    return 1.0 + d * (0.35 + NODE_ATTENTION * a) / (1.0 + a)
 
 
 class DepthChooser:
@@ -69,6 +81,12 @@ class DepthChooser:
             self.accepted = [k * a for k, a in zip(scale, previous.accepted)]
             self._probe_gap = previous._probe_gap  # probes stay as rare as they had become
             self._next_probe = previous._probe_gap
+
+    def set_fixed_cost(self, cost) -> None:
+        """A fixed-cost chooser's model for the coming rounds (it changes with the context length)."""
+        if not self.fixed:
+            raise ValueError("[speculative] set_fixed_cost: this chooser measures its costs")
+        self.cost = [float(cost(d)) for d in range(self.max_depth + 1)]
 
     def acceptance(self, j: int) -> float:
         """p_j with a uniform prior (1 accepted out of 2 before any data)."""

@@ -96,6 +96,7 @@ class SpeculativeGenerator:
             chooser = DepthChooser(self.policy.depth, cost=None if greedy else fixed_cost, previous=previous)
             if greedy:
                 _GREEDY_CHOOSERS[proposer] = chooser
+        weights = max(1, target.weight_bytes)
         last = None  # (depth, accepted, start time) of the previous round: its cost runs to this round's start,
         # so it includes what the caller does with each round's tokens (plain steps make more rounds)
         while True:
@@ -112,6 +113,9 @@ class SpeculativeGenerator:
                     yield [root]
             policy = self.policy
             gated = greedy and self.draft_gate is not None and not self.draft_gate()
+            if chooser and chooser.fixed:  # the fixed model's costs at this round's context
+                share = target.state_bytes / weights
+                chooser.set_fixed_cost(lambda d: fixed_cost(d, share))
             if gated:
                 depth = 0  # a plain step that the chooser neither schedules nor times
             else:
