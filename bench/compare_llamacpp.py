@@ -8,6 +8,11 @@ llama-bench's tg128 decodes 128 tokens one at a time from an empty context (its 
 eyas does the same here: one prompt token, then 128 greedy steps with the default (F16) cache.
 pp512 (--prompt 512; 0 skips it): one forward over 512 prompt tokens, llama-bench's -p 512 and
 eyas's prefill (chunks of 256 rows, logits of the last row only).
+Decode is a stream of the weights, so each tg row also gives the roofline measured in the same
+round: the machine's read bandwidth (`read_bandwidth`, right before and right after the round's two
+decode runs, their mean) over the bytes one step reads (`Transformer.weight_bytes` plus the KV rows
+of the average context), and each engine's share of it. On a shared machine the bandwidth moves by
+tens of percent within minutes, so a roofline share only means something against its own round.
 llama.cpp is not a dependency of eyas: build it with ../shared/tools/build-llama-peers.
 """
 
@@ -22,6 +27,7 @@ import argparse  # noqa: E402
 import json  # noqa: E402
 import statistics  # noqa: E402
 import subprocess  # noqa: E402
+import threading  # noqa: E402
 import time  # noqa: E402
 
 import numpy as np  # noqa: E402
@@ -44,6 +50,33 @@ def llama_rate(binary: str, model: str, threads: int, repeats: int, *, gen: int 
     if not rows:
         raise SystemExit(f"llama-bench printed no {'tg' if gen else 'pp'}{gen or prompt} row")
     return float(rows[0]["avg_ts"])
+
+
+def read_bandwidth(buf: np.ndarray, threads: int, reps: int = 3) -> float:
+    """Best GB/s over reps of `threads` threads each reading its share of buf (far larger than any
+    cache) once: numpy's reduce releases the GIL and streams with vector loads."""
+    parts = np.array_split(buf, threads)
+    best = 0.0
+    for _ in range(reps):
+        workers = [threading.Thread(target=np.bitwise_xor.reduce, args=(p,)) for p in parts]
+        t0 = time.perf_counter()
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join()
+        best = max(best, buf.nbytes / (time.perf_counter() - t0) / 1e9)
+    return best
+
+
+def step_bytes(m, tokens: int) -> float:
+    """Bytes a decode step reads on average over a tg run from an empty context: the weights, and
+    the KV rows of the context (one prompt token, then `tokens` steps)."""
+    m.reset()
+    m.forward(np.array([1], np.int32), logits="none")
+    m.commit(np.zeros(1, np.int32))
+    per_token = m.state_bytes
+    m.reset()
+    return m.weight_bytes + per_token * (1 + tokens / 2)
 
 
 def eyas_tg(m, tokens: int, repeats: int) -> float:
@@ -92,16 +125,24 @@ def main():
     simd = _core.ops._simd_levels()[-1]
     print(f"model: {model.path.name}  threads={args.threads}  eyas kv={args.kv_dtype}  eyas matmul "
           f"{_core.ops.get_isa()}, other kernels {simd}  {args.repeats} runs per side and round")
-    print("round | test | llama.cpp tok/s | eyas tok/s | eyas / llama.cpp")
-    print("--- | --- | --- | --- | ---")
+    buf = np.arange((1 << 30) // 8, dtype=np.int64)  # 1 GiB: the bandwidth probe's cold buffer
+    per_step = step_bytes(m, args.tokens)
+    print(f"a decode step reads {per_step / 1e6:.1f} MB (weights {m.weight_bytes / 1e6:.1f} MB + average KV)")
+    print("round | test | llama.cpp tok/s | eyas tok/s | eyas / llama.cpp | read GB/s | roofline tok/s "
+          "| llama.cpp % roofline | eyas % roofline")
+    print("--- | --- | --- | --- | --- | --- | --- | --- | ---")
     for r in range(args.rounds):
+        bw0 = read_bandwidth(buf, args.threads)
         ll = llama_rate(args.llama_bench, path, args.threads, args.repeats, gen=args.tokens)
         ey = eyas_tg(m, args.tokens, args.repeats)
-        print(f"{r + 1} | tg{args.tokens} | {ll:.1f} | {ey:.1f} | {ey / ll:.2f}x", flush=True)
+        bw = (bw0 + read_bandwidth(buf, args.threads)) / 2
+        roof = bw * 1e9 / per_step
+        print(f"{r + 1} | tg{args.tokens} | {ll:.1f} | {ey:.1f} | {ey / ll:.2f}x | {bw:.1f} | {roof:.1f} "
+              f"| {100 * ll / roof:.0f} % | {100 * ey / roof:.0f} %", flush=True)
         if args.prompt:
             ll = llama_rate(args.llama_bench, path, args.threads, args.repeats, prompt=args.prompt)
             ey = eyas_pp(m, args.prompt, args.repeats)
-            print(f"{r + 1} | pp{args.prompt} | {ll:.1f} | {ey:.1f} | {ey / ll:.2f}x", flush=True)
+            print(f"{r + 1} | pp{args.prompt} | {ll:.1f} | {ey:.1f} | {ey / ll:.2f}x | | | |", flush=True)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,36 @@
+"""bench/compare_llamacpp.py's roofline: the bytes a decode step reads and the same-round bandwidth
+probe it is divided by (the tool's llama.cpp side needs a llama-bench binary and is not run here)."""
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+
+import eyas
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def load_script():
+    spec = importlib.util.spec_from_file_location("compare_llamacpp", ROOT / "bench" / "compare_llamacpp.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_step_bytes_are_the_weights_and_the_average_context():
+    cl = load_script()
+    m = eyas.load(drafter="none", max_context=64).transformer
+    m.forward(np.array([1], np.int32), logits="none")
+    m.commit(np.zeros(1, np.int32))
+    per_token = m.state_bytes
+    assert per_token > 0
+    assert cl.step_bytes(m, 32) == m.weight_bytes + per_token * 17
+    assert m.length == 0, "the probe leaves the model empty"
+
+
+def test_read_bandwidth_is_a_positive_rate_for_any_thread_count():
+    cl = load_script()
+    buf = np.arange(1 << 20, dtype=np.int64)
+    for threads in (1, 2, 3):
+        assert 0 < cl.read_bandwidth(buf, threads, reps=1) < 10_000
