@@ -46,6 +46,17 @@ def test_bad_content_costs_at_most_one_deep_round():
     assert max(picks) == 1
 
 
+def test_probes_visit_the_neighbours_of_the_chosen_depth():
+    """Acceptance that ends at depth 3 on a chooser allowed 7: once it settles, its probes are the
+    depths around 3 only, so it never pays for a deep chain the drafts cannot fill."""
+    c = DepthChooser(7)
+    picks = run(c, 400, accepted_of=lambda d: min(d, 3), cost_of=lambda d: 1.0 + 0.3 * d)
+    assert c.best() == 3
+    late = picks[200:]
+    assert late.count(3) >= len(late) - len(late) // 16 - 1
+    assert set(late) <= {2, 3, 4}, f"probes beyond the neighbours: {sorted(set(late))}"
+
+
 def test_expected_tokens_follows_the_chain_rule():
     c = DepthChooser(3)
     c.tried[1:] = [10.0, 8.0, 4.0]
@@ -106,7 +117,7 @@ def test_bad_arguments():
 
 
 def test_policy_parse_auto():
-    assert TreePolicy.parse("auto") == TreePolicy.auto() == TreePolicy(1, 3, 4, adaptive=True)
+    assert TreePolicy.parse("auto") == TreePolicy.auto() == TreePolicy(1, 7, 8, adaptive=True)
     assert TreePolicy.parse("auto:5") == TreePolicy.auto(5)
     for bad in ("auto:x", "auto:", "auto:1:2"):
         with pytest.raises(ValueError, match=r"\[speculative\] tree policy"):

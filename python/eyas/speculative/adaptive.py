@@ -41,7 +41,7 @@ class DepthChooser:
 
     DECAY = 0.97  # per try of a position: recent tries weigh more (content changes within a reply)
     COST_EMA = 0.2  # weight of a new round's time in c(d)
-    PROBE_EVERY = 16  # rounds between re-measurements of another depth (in turn) than the current choice
+    PROBE_EVERY = 16  # rounds between re-measurements of a neighbouring depth of the current choice
     MAX_PROBE_GAP = 64  # while plain steps win, probes of depth 1 come at gaps doubling up to this
     # Drafting must promise this much more than plain steps: the measured costs are noisy and miss some
     # of what drafting costs (cache traffic, the drafter catching up after plain steps), so a draft
@@ -137,9 +137,11 @@ class DepthChooser:
             self._next_probe = self.rounds + self._probe_gap
             self._probe_gap = min(2 * self._probe_gap, self.MAX_PROBE_GAP)
             return 1
-        self._next_probe = self.rounds + self.PROBE_EVERY  # keep the other depths' costs current, in turn
-        self._probe = self._probe % self.max_depth + 1
-        return (d + self._probe) % (self.max_depth + 1)
+        # Keep the neighbours' costs and acceptance current, deeper and shallower in turn: the best depth
+        # moves a step at a time, and a probe of a far depth (a deep chain over a long context) costs most.
+        self._next_probe = self.rounds + self.PROBE_EVERY
+        self._probe += 1
+        return d + 1 if self._probe % 2 == 1 and d < self.max_depth else d - 1
 
     def observe(self, depth: int, accepted: int, seconds: float) -> None:
         """depth: tokens drafted this round; accepted: how many of them the target accepted."""

@@ -16,10 +16,11 @@ class TreePolicy:
 
     adaptive (chains only): each round drafts 0..depth tokens, whichever the recent acceptance and
     the round costs say pays best (`eyas.speculative.adaptive`; costs measured under greedy decoding, a
-    fixed model under sampling). The default is `auto()`, an adaptive chain of up to 3: on the 2-core CPUs
-    measured a target forward over N tree nodes costs about 1.2-3.5x a decode step for N = 4-16, and
-    a wide tree's drafting more, so width buys less than it costs, and on prompts the drafter
-    predicts badly even a chain does (docs/speculative.md, docs/performance.md)."""
+    fixed model under sampling). The default is `auto()`, an adaptive chain of up to 7 (the steps the
+    bundled drafter is trained to unroll): on the 2-core CPUs measured a target forward over N tree
+    nodes costs about 1.2-3.5x a decode step for N = 4-16, and a wide tree's drafting more, so width
+    buys less than it costs, while a chain goes only as deep as its measured acceptance pays
+    (docs/speculative.md §3, docs/performance.md)."""
 
     top_k: int = 1
     depth: int = 3
@@ -41,7 +42,7 @@ class TreePolicy:
         return cls(top_k=1, depth=depth, total_tokens=depth + 1)
 
     @classmethod
-    def auto(cls, max_depth: int = 3) -> "TreePolicy":
+    def auto(cls, max_depth: int = 7) -> "TreePolicy":
         return cls(top_k=1, depth=max_depth, total_tokens=max_depth + 1, adaptive=True)
 
     @classmethod
