@@ -106,19 +106,23 @@ def evaluate_sequences(target, drafter, seqs, top_k=8, depth=6, total_tokens=48,
     token sampled at prefill is not counted. per_position[k-1] =
     P(draft token k accepted | tokens 1..k-1 accepted).
     """
-    dev = target.embed.device
     rounds = []
-    for ids_list, P in seqs:
-        ids = torch.as_tensor(ids_list, dtype=torch.long, device=dev)
-        N = ids.shape[0]
-        if N - P < 2:
-            continue
+    for ids, P, N in _usable(seqs, target.embed.device):
         _, aux = target(ids[None])
-        roots = torch.arange(P, N - 1, device=dev)
+        roots = torch.arange(P, N - 1, device=ids.device)
         acc = torch.cat([draft_trees(drafter, aux[0], ids, roots[s:s + chunk], top_k, depth, total_tokens)
                          for s in range(0, len(roots), chunk)]).cpu().numpy()
         rounds += [(a, N - 1 - r) for a, r in zip(*replay(acc, P, N))]
     return summarize(rounds, depth + 1, {"top_k": top_k, "depth": depth, "total_tokens": total_tokens})
+
+
+def _usable(seqs, dev):
+    """(ids on dev, prompt length, length) of each (token ids, prompt_len) sequence with at least two
+    generated tokens (one round needs a root and a token after it)."""
+    for ids_list, P in seqs:
+        ids = torch.as_tensor(ids_list, dtype=torch.long, device=dev)
+        if ids.shape[0] - P >= 2:
+            yield ids, P, int(ids.shape[0])
 
 
 def summarize(rounds, levels, extra):
@@ -151,11 +155,7 @@ def evaluate_hydra_chain(target, drafter, seqs, length=4):
     length = min(length, drafter.cfg.num_draft_heads)
     dids = drafter.draft_ids()
     rounds = []
-    for ids_list, P in seqs:
-        ids = torch.as_tensor(ids_list, dtype=torch.long, device=dev)
-        N = ids.shape[0]
-        if N - P < 2:
-            continue
+    for ids, P, N in _usable(seqs, dev):
         final, _ = target(ids[None], want_aux=False)
         heads = drafter.ttt(final, ids[None], length)
         t = torch.arange(P - 1, N - 2, device=dev)  # roots P .. N-2
