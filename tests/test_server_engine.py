@@ -94,12 +94,22 @@ def alone(model, prompt: str, sampling: SamplingParams, max_tokens: int) -> list
 def test_output_under_load_equals_output_alone(tiny, sampling, engine_for):
     model = api.load(tiny, drafter="none")
     want = [alone(model, p, sampling, 12) for p in PROMPTS]
-    engine = engine_for(model, max_concurrency=3, max_queue=16, start=False)
-    got = collect(engine, [Request(model.encode_prompt(p), sampling, 12) for p in PROMPTS], start=True)
-    assert [g["tokens"] for g in got] == want
+    # The tiny model's steps take microseconds: on a loaded 2-core machine one request's thread can
+    # finish before another's is scheduled, so sharing forwards is asked of one run in up to five (the
+    # outputs of every run must equal the requests served alone; they never depend on the batching).
+    seen = []
+    for _ in range(5):
+        engine = engine_for(model, max_concurrency=3, max_queue=16, start=False)
+        engine.batcher.wait_s = 0.05  # a longer patience lets a late sequence join
+        got = collect(engine, [Request(model.encode_prompt(p), sampling, 12) for p in PROMPTS], start=True)
+        assert [g["tokens"] for g in got] == want
+        b = engine.batcher
+        seen.append((b.widest, b.batches, b.batched_forwards))
+        engine.shutdown()
+        if b.widest == 3 and b.batched_forwards > b.batches:
+            break
     # continuous batching: the requests' steps shared forwards (3 sequences in one at least once)
-    b = engine.batcher
-    assert b.widest == 3 and b.batched_forwards > b.batches, (b.widest, b.batches, b.batched_forwards)
+    assert seen[-1][0] == 3 and seen[-1][2] > seen[-1][1], seen
 
 
 def test_speculative_output_under_load_equals_plain_output(tiny, caching_family, engine_for):
