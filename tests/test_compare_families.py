@@ -1,19 +1,13 @@
 """bench/compare_families.py (E9.5): every family paired with the same plain runs, one summary per
 workload and family, greedy outputs checked against plain decoding's."""
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.fixtures.bench_script import load_bench_script
 
 
 def load_script():
-    spec = importlib.util.spec_from_file_location("compare_families", ROOT / "bench" / "compare_families.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_bench_script("compare_families")
 
 
 @pytest.mark.slow

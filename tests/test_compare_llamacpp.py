@@ -1,21 +1,14 @@
 """bench/compare_llamacpp.py's roofline: the bytes a decode step reads and the same-round bandwidth
 probe it is divided by (the tool's llama.cpp side needs a llama-bench binary and is not run here)."""
 
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 
 import eyas
-
-ROOT = Path(__file__).resolve().parent.parent
+from tests.fixtures.bench_script import load_bench_script
 
 
 def load_script():
-    spec = importlib.util.spec_from_file_location("compare_llamacpp", ROOT / "bench" / "compare_llamacpp.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_bench_script("compare_llamacpp")
 
 
 def test_step_bytes_are_the_weights_and_the_average_context():

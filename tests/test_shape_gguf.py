@@ -4,8 +4,6 @@ shapes keep the tests small, the real ones are checked by their tensor lists."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -13,19 +11,9 @@ import pytest
 
 from eyas import _core
 from eyas.loaders import load_model
+from tests.fixtures.bench_script import load_bench_script
 
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def _module():
-    spec = importlib.util.spec_from_file_location("make_shape_gguf", ROOT / "bench" / "make_shape_gguf.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod  # dataclasses look their module up while the class is built
-    spec.loader.exec_module(mod)
-    return mod
-
-
-msg = _module()
+msg = load_bench_script("make_shape_gguf")
 
 
 def _tokenizer() -> Path:
