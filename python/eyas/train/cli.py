@@ -1,4 +1,4 @@
-"""`eyas train-drafter` subcommands: prompts, self-prompts, generate, train, eval (also `python -m eyas.train`)."""
+"""`eyas train-drafter` subcommands: prompts, self-prompts, generate, train, transplant, eval, pack (also `python -m eyas.train`)."""
 
 from __future__ import annotations
 
@@ -258,6 +258,32 @@ def cmd_train(a):
     _log(f"[train] exported {path} ({os.path.getsize(path) / 2**20:.2f} MiB)", log)
 
 
+def cmd_transplant(a):
+    """An exported drafter moved onto the draft vocabulary chosen on `--data` (eyas.train.vocab_transplant)."""
+    from eyas.drafters.hydra import is_hydra
+
+    from .dataset import Sequences, choose_draft_vocab
+    from .export import load_drafter, save_drafter
+    from .hydra import load_hydra, save_hydra
+    from .vocab_transplant import transplant_for_target
+
+    target, _, _ = _load_target(a.gguf, _device("cpu"))
+    data = Sequences.concat(Sequences.load(p) for p in a.data)
+    counts = data.assistant_counts(target.cfg.vocab_size)
+    hydra = is_hydra(a.drafter)
+    old = load_hydra(a.drafter, target) if hydra else load_drafter(a.drafter, target.embed)
+    if (old.cfg.vocab_size, old.cfg.hidden_size) != (target.cfg.vocab_size, target.cfg.hidden_size):
+        raise ValueError(f"[train] transplant: {a.drafter} does not match the target")
+    used, cov = choose_draft_vocab(counts, a.draft_vocab or old.cfg.draft_vocab_size)
+    new, info = transplant_for_target(old, used, target, init=a.init)
+    info.update({"drafter": a.drafter, "sequences": len(data), "assistant_tokens": int(counts.sum()),
+                 "coverage_before": round(_coverage(old, counts), 5), "coverage_after": round(cov, 5)})
+    extra = {"method": "vocab transplant (train-drafter transplant)", "transplant": info}
+    path = (save_hydra if hydra else save_drafter)(new, a.out, a.dtype, extra)
+    _log(json.dumps({"transplant": info, "out": path}), a.log)
+    return info
+
+
 def cmd_eval(a):
     import numpy as np
     import torch
@@ -409,6 +435,21 @@ def add_arguments(p: argparse.ArgumentParser):
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--device", default="auto")
     s.set_defaults(func=cmd_train)
+
+    s = sub.add_parser("transplant", help="move an exported drafter onto a new draft vocabulary (the most frequent "
+                                          "assistant tokens of --data): shared tokens keep their head rows, new ones "
+                                          "start from the target's rows; everything else is kept")
+    s.add_argument("--gguf", required=True, help=TARGET_HELP)
+    s.add_argument("--drafter", required=True, help="exported drafter folder (EAGLE-3 or Hydra)")
+    s.add_argument("--data", required=True, nargs="+", help=".npz files from `generate`: the vocabulary is chosen on them")
+    s.add_argument("--out", required=True, help="folder for the transplanted export")
+    s.add_argument("--draft-vocab", type=int, default=0, help="new draft vocabulary size (default: the drafter's)")
+    s.add_argument("--init", default="mapped", choices=["mapped", "target"],
+                   help="new tokens' head rows: the target's rows through the map fitted on the old rows (mapped), "
+                   "or the target's rows as training starts them (target); eyas/train/vocab_transplant.py")
+    s.add_argument("--dtype", default="float16", choices=["float16", "bfloat16", "float32"])
+    s.add_argument("--log")
+    s.set_defaults(func=cmd_transplant)
 
     s = sub.add_parser("pack", help="store an exported drafter's matrices as Q8_0 blocks (about half the bytes; "
                                     "the CPU runs drafters as Q8_0 anyway)")
