@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "cpu/quant/formats.h"
@@ -75,18 +76,9 @@ __attribute__((target("avx512f"))) inline __m512 load16(const uint16_t* p) {
   return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
 }
 
-// Scores of up to 16 keys at once: 16 lane-accumulators per key, then a transposing reduction whose
-// additions are exactly fold16's (lanes[l] + lanes[l + s], s = 8, 4, 2, 1), so each key's score has the
-// bits of the scalar path. kp(k): row of key k of the 16 (unused ones repeat a valid row).
-template <typename KeyRow>
-__attribute__((target("avx512f"), always_inline)) inline __m512 scores16(const float* qr, KeyRow kp, int D) {
-  __m512 A[16];
-  for (int k = 0; k < 16; ++k) A[k] = _mm512_setzero_ps();
-  for (int c = 0; c < D; c += 16) {
-    const __m512 qv = _mm512_loadu_ps(qr + c);
-#pragma GCC unroll 16
-    for (int k = 0; k < 16; ++k) A[k] = _mm512_fmadd_ps(qv, load16(kp(k) + c), A[k]);
-  }
+// Folds 16 lane-accumulators at once: lane j of the result is fold16(A[j]), with exactly fold16's
+// additions (lanes[l] + lanes[l + s], s = 8, 4, 2, 1), so every score has the scalar path's bits.
+__attribute__((target("avx512f"), always_inline)) inline __m512 fold16_transposed(const __m512* A) {
   __m512 B[8], C[4], Dv[2];
   for (int j = 0; j < 8; ++j)  // lanes l + (l + 8)
     B[j] = _mm512_add_ps(_mm512_shuffle_f32x4(A[j], A[j + 8], 0x44), _mm512_shuffle_f32x4(A[j], A[j + 8], 0xEE));
@@ -96,10 +88,117 @@ __attribute__((target("avx512f"), always_inline)) inline __m512 scores16(const f
     const __m512d c0 = _mm512_castps_pd(C[j]), c1 = _mm512_castps_pd(C[j + 2]);
     Dv[j] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(c0, c1)), _mm512_castpd_ps(_mm512_unpackhi_pd(c0, c1)));
   }
-  // lanes l + (l + 1); the result holds key idx[p] in lane p, put back in key order.
+  // lanes l + (l + 1); the result holds accumulator idx[p] in lane p, put back in order.
   const __m512 E = _mm512_add_ps(_mm512_shuffle_ps(Dv[0], Dv[1], 0x88), _mm512_shuffle_ps(Dv[0], Dv[1], 0xDD));
   const __m512i idx = _mm512_setr_epi32(0, 2, 1, 3, 8, 10, 9, 11, 4, 6, 5, 7, 12, 14, 13, 15);
   return _mm512_permutexvar_ps(idx, E);
+}
+
+// Scores of up to 16 keys at once: 16 lane-accumulators per key, then the transposing fold.
+// kp(k): row of key k of the 16 (unused ones repeat a valid row).
+template <typename KeyRow>
+__attribute__((target("avx512f"), always_inline)) inline __m512 scores16(const float* qr, KeyRow kp, int D) {
+  __m512 A[16];
+  for (int k = 0; k < 16; ++k) A[k] = _mm512_setzero_ps();
+  for (int c = 0; c < D; c += 16) {
+    const __m512 qv = _mm512_loadu_ps(qr + c);
+#pragma GCC unroll 16
+    for (int k = 0; k < 16; ++k) A[k] = _mm512_fmadd_ps(qv, load16(kp(k) + c), A[k]);
+  }
+  return fold16_transposed(A);
+}
+
+// Scores of G items (query rows qr[j]) x KB consecutive key rows kb[k * D] (G * KB <= 16; keys past
+// nk repeat row 0): lane j * KB + k holds item j's score of key k. Each key row is loaded (and, from an
+// F16 cache, converted) once for all G items; every (item, key) runs scores16's operations, so the
+// bits are the same.
+template <int G, int KB, typename KV>
+__attribute__((target("avx512f"), always_inline)) inline __m512 scores_shared(const float* const* qr, const KV* kb,
+                                                                            int nk, int D) {
+  static_assert(G * KB <= 16);
+  __m512 A[16];
+  for (int k = 0; k < 16; ++k) A[k] = _mm512_setzero_ps();
+  for (int c = 0; c < D; c += 16) {
+    __m512 qv[G];
+#pragma GCC unroll 4
+    for (int j = 0; j < G; ++j) qv[j] = _mm512_loadu_ps(qr[j] + c);
+#pragma GCC unroll 16
+    for (int k = 0; k < KB; ++k) {
+      const __m512 kv = load16(kb + int64_t(k < nk ? k : 0) * D + c);
+#pragma GCC unroll 4
+      for (int j = 0; j < G; ++j) A[j * KB + k] = _mm512_fmadd_ps(qv[j], kv, A[j * KB + k]);
+    }
+  }
+  return fold16_transposed(A);
+}
+
+// Shared rows [p0, p1) (consecutive slots) of G items: s[j][p] = score * scale.
+template <int G, typename KV>
+__attribute__((target("avx512f"))) void scores_shared_range(const float* const* qr, const KV* kh, int p0, int p1, int D,
+                                                             float scale, float* const* s) {
+  constexpr int KB = G == 1 ? 16 : G == 2 ? 8 : G == 3 ? 5 : 4;
+  const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  const __m512 sc_v = _mm512_set1_ps(scale);
+  for (int p = p0; p < p1; p += KB) {
+    const int nk = std::min(KB, p1 - p);
+    const __m512 sv = _mm512_mul_ps(scores_shared<G, KB>(qr, kh + int64_t(p) * D, nk, D), sc_v);
+#pragma GCC unroll 4
+    for (int j = 0; j < G; ++j) {  // item j's lanes to lane 0 on
+      const __m512 sj = j == 0 ? sv : _mm512_permutexvar_ps(_mm512_add_epi32(iota, _mm512_set1_epi32(j * KB)), sv);
+      _mm512_mask_storeu_ps(s[j] + p, tail_mask(nk), sj);
+    }
+  }
+}
+
+// acc0[j]/acc1[j] (in memory, D floats each) += e[j][p] * v[p][d0 .. d0 + 16 NG) for p in [p0, p1) of
+// consecutive rows v[p] = vh + p D, for G items at once (each V row loaded once for all): even p into
+// acc0, odd into acc1, in p order, as pv_block does per item. p0 is even.
+template <int G, int NG, typename KV>
+__attribute__((target("avx512f"), always_inline)) inline void pv_shared_block(const KV* vh, const float* const* e, int p0,
+                                                                             int p1, int D, int d0, float* const* acc0,
+                                                                             float* const* acc1) {
+  __m512 a0[G][NG], a1[G][NG];
+  for (int j = 0; j < G; ++j)
+    for (int g = 0; g < NG; ++g)
+      a0[j][g] = _mm512_loadu_ps(acc0[j] + d0 + 16 * g), a1[j][g] = _mm512_loadu_ps(acc1[j] + d0 + 16 * g);
+  int p = p0;
+  for (; p + 2 <= p1; p += 2) {
+    const KV* v0 = vh + int64_t(p) * D + d0;
+    const KV* v1 = v0 + D;
+    __m512 x0[NG], x1[NG];
+#pragma GCC unroll 4
+    for (int g = 0; g < NG; ++g) x0[g] = load16(v0 + 16 * g), x1[g] = load16(v1 + 16 * g);
+#pragma GCC unroll 4
+    for (int j = 0; j < G; ++j) {
+      const __m512 e0 = _mm512_set1_ps(e[j][p]), e1 = _mm512_set1_ps(e[j][p + 1]);
+#pragma GCC unroll 4
+      for (int g = 0; g < NG; ++g) {
+        a0[j][g] = _mm512_fmadd_ps(e0, x0[g], a0[j][g]);
+        a1[j][g] = _mm512_fmadd_ps(e1, x1[g], a1[j][g]);
+      }
+    }
+  }
+  if (p < p1) {
+    const KV* v0 = vh + int64_t(p) * D + d0;
+    for (int j = 0; j < G; ++j) {
+      const __m512 e0 = _mm512_set1_ps(e[j][p]);
+      for (int g = 0; g < NG; ++g) a0[j][g] = _mm512_fmadd_ps(e0, load16(v0 + 16 * g), a0[j][g]);
+    }
+  }
+  for (int j = 0; j < G; ++j)
+    for (int g = 0; g < NG; ++g)
+      _mm512_storeu_ps(acc0[j] + d0 + 16 * g, a0[j][g]), _mm512_storeu_ps(acc1[j] + d0 + 16 * g, a1[j][g]);
+}
+
+// pv_shared_block over all of D (a multiple of 16): 64-column blocks for up to 2 items, 32 for more
+// (so the accumulators stay in registers), then the tail.
+template <int G, typename KV>
+__attribute__((target("avx512f"))) void pv_shared_range(const KV* vh, const float* const* e, int p0, int p1, int D,
+                                                         float* const* acc0, float* const* acc1) {
+  constexpr int NG = G <= 2 ? 4 : 2;
+  int d0 = 0;
+  for (; d0 + 16 * NG <= D; d0 += 16 * NG) pv_shared_block<G, NG>(vh, e, p0, p1, D, d0, acc0, acc1);
+  for (; d0 < D; d0 += 16) pv_shared_block<G, 1>(vh, e, p0, p1, D, d0, acc0, acc1);
 }
 
 // acc0/acc1 (in memory, D floats each) += e[p] * v_row(p)[d0 .. d0 + 16 NG) for p in [p0, p1): even p
@@ -159,7 +258,26 @@ struct TileScratch {
   std::vector<float> scores;   // [items][stride]
   std::vector<float> acc;      // [items][2][D]
   std::vector<float> l;        // [items] softmax denominators
+  std::vector<const float*> q_rows;        // [items] query row of each item
+  std::vector<float*> s_rows, a0_rows, a1_rows;  // [items] its scores and its two accumulators
 };
+
+// Calls f(std::integral_constant<int, G>, j0) for consecutive groups [j0, j0 + G) of `items`, G <= 4
+// and the groups as even as they can be (5 items: 3 + 2, 9: 3 + 3 + 3).
+template <typename F>
+void for_item_groups(int items, F&& f) {
+  const int groups = (items + 3) / 4;
+  for (int k = 0, j0 = 0; k < groups; ++k) {
+    const int j1 = int(int64_t(items) * (k + 1) / groups);
+    switch (j1 - j0) {
+      case 4: f(std::integral_constant<int, 4>{}, j0); break;
+      case 3: f(std::integral_constant<int, 3>{}, j0); break;
+      case 2: f(std::integral_constant<int, 2>{}, j0); break;
+      default: f(std::integral_constant<int, 1>{}, j0); break;
+    }
+    j0 = j1;
+  }
+}
 
 // Slot-list row length of a tile's scratch (a query sees at most prefix + new keys; +16 for tails).
 inline int64_t tile_stride(const AttentionArgs& a) { return int64_t(a.prefix_len) + a.n_new + 16; }
@@ -204,26 +322,45 @@ __attribute__((target("avx512f"))) void attend_tile_avx512(const AttentionArgs& 
   const int max_n = plan_tile(a, mask, i0, i1, items, sc, n, ident);
   auto item_q = [&](int it) { return q + (int64_t(i0 + it / group) * a.n_heads + h0 + it % group) * D; };
   const __m512 sc_v = _mm512_set1_ps(a.scale);
+  // Positions [0, shared) are slots 0, 1, ... for every query of the tile (the committed prefix at
+  // least), so each of their K/V rows is read once for a group of items. Even, so the even/odd
+  // accumulator sequence of step 3 carries on into each item's own positions.
+  int shared = max_n;
+  for (int t = 0; t < i1 - i0; ++t) shared = std::min(shared, ident[t]);
+  shared &= ~1;
+  sc.q_rows.resize(items), sc.s_rows.resize(items), sc.a0_rows.resize(items), sc.a1_rows.resize(items);
+  for (int it = 0; it < items; ++it) {
+    sc.q_rows[it] = item_q(it);
+    sc.s_rows[it] = sc.scores.data() + int64_t(it) * stride;
+    sc.a0_rows[it] = sc.acc.data() + int64_t(it) * 2 * D;
+    sc.a1_rows[it] = sc.a0_rows[it] + D;
+  }
   const KV* kp[16];
   // 1. scores
-  for (int b0 = 0; b0 < max_n; b0 += block)
+  for (int b0 = 0; b0 < max_n; b0 += block) {
+    const int s1 = std::min(b0 + block, shared);
+    if (s1 > b0)
+      for_item_groups(items, [&](auto g, int j0) {
+        scores_shared_range<decltype(g)::value>(sc.q_rows.data() + j0, kh, b0, s1, D, a.scale, sc.s_rows.data() + j0);
+      });
     for (int it = 0; it < items; ++it) {
-      const int t = it / group, nt = n[t], b1 = std::min(b0 + block, nt);
+      const int t = it / group, b1 = std::min(b0 + block, n[t]);
       const int32_t* sl = sc.slots.data() + int64_t(t) * stride;
-      float* s = sc.scores.data() + int64_t(it) * stride;
-      for (int p0 = b0; p0 < b1; p0 += 16) {
-        const int nk = std::min(16, nt - p0);
+      float* s = sc.s_rows[it];
+      for (int p0 = std::max(b0, shared); p0 < b1; p0 += 16) {
+        const int nk = std::min(16, b1 - p0);
         __m512 sv;
         if (p0 + 16 <= ident[t]) {  // 16 keys in consecutive rows
           const KV* kb = kh + int64_t(p0) * D;
-          sv = scores16(item_q(it), [kb, D](int k) { return kb + int64_t(k) * D; }, D);
+          sv = scores16(sc.q_rows[it], [kb, D](int k) { return kb + int64_t(k) * D; }, D);
         } else {
           for (int k = 0; k < 16; ++k) kp[k] = kh + int64_t(sl[p0 + (k < nk ? k : 0)]) * D;
-          sv = scores16(item_q(it), [&kp](int k) { return kp[k]; }, D);
+          sv = scores16(sc.q_rows[it], [&kp](int k) { return kp[k]; }, D);
         }
         _mm512_mask_storeu_ps(s + p0, tail_mask(nk), _mm512_mul_ps(sv, sc_v));
       }
     }
+  }
   // 2. max, exp, sum per item
   float* l = sc.l.data();
   for (int it = 0; it < items; ++it) {
@@ -243,14 +380,20 @@ __attribute__((target("avx512f"))) void attend_tile_avx512(const AttentionArgs& 
     l[it] = fold16_avx512(lanes);
   }
   // 3. weighted V sums, then normalize
-  for (int b0 = 0; b0 < max_n; b0 += block)
+  for (int b0 = 0; b0 < max_n; b0 += block) {
+    const int s1 = std::min(b0 + block, shared);
+    if (s1 > b0)
+      for_item_groups(items, [&](auto g, int j0) {
+        pv_shared_range<decltype(g)::value>(vh, sc.s_rows.data() + j0, b0, s1, D, sc.a0_rows.data() + j0,
+                                            sc.a1_rows.data() + j0);
+      });
     for (int it = 0; it < items; ++it) {
-      const int t = it / group, b1 = std::min(b0 + block, n[t]);
-      if (b0 >= b1) continue;
-      float* acc = sc.acc.data() + int64_t(it) * 2 * D;
-      pv_range(vh, sc.slots.data() + int64_t(t) * stride, sc.scores.data() + int64_t(it) * stride, b0, b1, ident[t], D, acc,
-               acc + D);
+      const int t = it / group, p0 = std::max(b0, shared), b1 = std::min(b0 + block, n[t]);
+      if (p0 >= b1) continue;
+      pv_range(vh, sc.slots.data() + int64_t(t) * stride, sc.s_rows[it], p0, b1, ident[t], D, sc.a0_rows[it],
+               sc.a1_rows[it]);
     }
+  }
   for (int it = 0; it < items; ++it) {
     float* out = o + (int64_t(i0 + it / group) * a.n_heads + h0 + it % group) * D;
     const float* acc = sc.acc.data() + int64_t(it) * 2 * D;
