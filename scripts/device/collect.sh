@@ -8,7 +8,7 @@ t0=$(date +%s)
 while [ ! -f $W/DONE ] && [ $(( $(date +%s) - t0 )) -lt "$T" ]; do sleep 10; done
 tail -c 3000 $W/pipeline.log
 mkdir -p $OUT
-cat $W/pipeline.log $W/gen.log $W/eval.log $W/train_*.log > $OUT/logs.txt 2>/dev/null
+cat $W/pipeline.log $W/gen.log $W/transplant.log $W/eval.log $W/train_*.log > $OUT/logs.txt 2>/dev/null
 # One JSONL for every method, each record labelled with it.
 for m in eagle3 hass hydra; do
   [ -f $W/runs/$m/train_log.jsonl ] && sed "s/^{/{\"method\": \"$m\", /" $W/runs/$m/train_log.jsonl

@@ -38,7 +38,21 @@ if [ "${SELF_N:-0}" -gt 0 ]; then
     --greedy-frac 0.5 --temperature 0.7 --max-minutes ${SELF_GEN_MIN:-$GEN_MIN} --log $W/gen.log || { echo FAILED > $W/DONE; exit 1; }
   DATA="$DATA $W/data_self.npz"
 fi
-COMMON="--gguf $G --data $DATA --draft-vocab 8192 --tokens-per-batch ${TOKENS_PER_BATCH:-32768} --max-len ${MAX_LEN:-768} --lr ${LR:-3e-4} --epochs 50 ${INIT:+--init-from $INIT} --max-minutes $TRAIN_MIN --ckpt-every 300 --log-every 50 --dtype float16"
+# NEW_VOCAB=1: a new 8,192-token draft vocabulary chosen on this data, INIT transplanted into it
+# (`transplant`, eyas/train/vocab_transplant.py); the EAGLE-3 runs continue from the transplant, and both
+# transplant inits are evaluated beside them (the "target" one is written on the CPU while training runs).
+TRAIN_INIT=$INIT
+TPIDS=
+if [ "${NEW_VOCAB:-0}" = 1 ] && [ -n "$INIT" ]; then
+  $R transplant --gguf $G --drafter $INIT --data $DATA --draft-vocab 8192 --init mapped --out $W/runs/transplant_mapped \
+    --log $W/transplant.log || { echo FAILED > $W/DONE; exit 1; }
+  OMP_NUM_THREADS=4 $R transplant --gguf $G --drafter $INIT --data $DATA --draft-vocab 8192 --init target --out $W/runs/transplant_target \
+    --log $W/transplant.log > $W/transplant_target.out 2>&1 &  # (4 threads: beside the training)
+  TPIDS=$!
+  TRAIN_INIT=$W/runs/transplant_mapped
+  EVAL_ALSO="${EVAL_ALSO:-} $W/runs/transplant_mapped $W/runs/transplant_target"
+fi
+COMMON="--gguf $G --data $DATA --draft-vocab 8192 --tokens-per-batch ${TOKENS_PER_BATCH:-32768} --max-len ${MAX_LEN:-768} --lr ${LR:-3e-4} --epochs 50 ${TRAIN_INIT:+--init-from $TRAIN_INIT} --max-minutes $TRAIN_MIN --ckpt-every 300 --log-every 50 --dtype float16"
 PIDS=
 # HYDRA_INIT: the Hydra export to continue (default: the bundled one; HYDRA_INIT= trains from scratch).
 HYDRA_INIT=${HYDRA_INIT-$W/src/python/eyas/drafters/bundled/hydra/smollm2-135m-instruct}
@@ -53,7 +67,7 @@ for m in $METHODS; do
   esac
   PIDS="$PIDS $!"
 done
-for p in $PIDS; do wait $p; done
+for p in $PIDS $TPIDS; do wait $p; done
 for m in $METHODS; do tail -n 3 $W/train_$m.log; done
 touch $W/TRAINED  # collect.sh may return the exports from here on
 [ "${SKIP_EVAL:-0}" = 1 ] && { echo ok > $W/DONE; exit 0; }  # SKIP_EVAL=1: the engine evaluates the exports instead
