@@ -171,3 +171,33 @@ def test_shared_exp_ops_scalar_equals_simd_and_rows_are_independent(name):
         _core.ops._force_scalar(False)
     if name not in ("silu_mul", "sigmoid_mul"):  # their second operand mixes rows
         assert np.array_equal(fn(x[4:5]), simd[4:5])
+
+
+@pytest.mark.parametrize("heads", [(9, 3), (8, 2), (3, 3), (16, 2)], ids=lambda h: f"{h[0]}/{h[1]}")
+@pytest.mark.parametrize("d", [64, 80, 128])
+@pytest.mark.parametrize("half", [False, True], ids=["f32", "f16"])
+def test_long_decode_split_equals_one_thread_and_scalar(heads, d, half):
+    # A decode over >= 512 contiguous keys on 2 threads splits scores by keys and V sums by columns;
+    # its bits must equal the one-thread tile path, the scalar reference path and a masked call
+    # (which takes the tile path).
+    rng = np.random.default_rng(d + heads[0])
+    threads = _core.get_num_threads()
+    try:
+        for prefix_len in (511, 700, 1537):
+            a = make_inputs(rng, 1, heads[0], heads[1], d, prefix_len, "causal")
+            k, v = (a["k"].astype(np.float16), a["v"].astype(np.float16)) if half else (a["k"], a["v"])
+            _core.set_num_threads(2)
+            split = _core.ops.attention(a["q"], k, v, prefix_len)
+            _core.set_num_threads(1)
+            tile = _core.ops.attention(a["q"], k, v, prefix_len)
+            _core.ops._force_scalar(True)
+            scalar = _core.ops.attention(a["q"], k, v, prefix_len)
+            _core.ops._force_scalar(False)
+            _core.set_num_threads(2)
+            masked = _core.ops.attention(a["q"], k, v, prefix_len, np.ones((1, 1), np.uint8))
+            assert np.array_equal(split, tile), f"prefix {prefix_len}: 2 vs 1 thread"
+            assert np.array_equal(split, scalar), f"prefix {prefix_len}: SIMD vs scalar"
+            assert np.array_equal(split, masked), f"prefix {prefix_len}: plain vs masked call"
+    finally:
+        _core.ops._force_scalar(False)
+        _core.set_num_threads(threads)

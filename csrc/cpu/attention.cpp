@@ -564,6 +564,134 @@ void run_unit(const AttentionArgs& a, const float* q, const KV* k, const KV* v, 
     attend_tile_avx2(a, mask, q, k + kv_off, v + kv_off, o, i0, i1, h0, h1, scratch);
 }
 
+// One query over a long contiguous context (a plain decode step) is bound by reading K and V. Split
+// by (kv head, part of its heads), two threads both read a kv head that three heads do not divide
+// between them; split instead by keys for the scores and by columns for the weighted V sums, each
+// thread reads half of every row, once, for all heads of its kv head at a time. Three passes (scores,
+// softmax, V sums), each item's operations exactly the tile path's, so the bits are the same.
+constexpr int kMinKeysToSplit = 512;
+constexpr int kSplitChunk = 256;  // keys per scores unit
+
+struct DecodeSplitScratch {
+  std::vector<float> scores;  // [n_heads][stride]
+  std::vector<float> acc;     // [n_heads][2][D]
+  std::vector<float> l;       // [n_heads]
+};
+
+// Visible keys of a call that the split serves (slots 0 .. n - 1), or 0 when it does not.
+int decode_split_keys(const AttentionArgs& a, const uint8_t* mask, int nth) {
+  if (nth < 2 || a.n_q != 1 || a.n_new != 1 || (mask && mask[0] == 0) || a.head_dim % 16 != 0) return 0;
+  const int n = a.prefix_len + 1;
+  return n >= kMinKeysToSplit ? n : 0;
+}
+
+// Scores of keys [p0, p1) for the heads of kv head g: scores[h][p].
+template <typename KV>
+__attribute__((target("avx512f"))) void split_scores(const AttentionArgs& a, const float* q, const KV* kh, int g, int p0,
+                                                     int p1, float* scores, int64_t stride) {
+  const int D = a.head_dim, group = a.n_heads / a.n_kv_heads;
+  const float* qr[64];
+  float* sr[64];
+  for (int j0 = 0; j0 < group; j0 += 64) {
+    const int nj = std::min(64, group - j0);
+    for (int j = 0; j < nj; ++j) {
+      const int h = g * group + j0 + j;
+      qr[j] = q + int64_t(h) * D, sr[j] = scores + h * stride;
+    }
+    for_item_groups(nj, [&](auto G, int i0) {
+      scores_shared_range<decltype(G)::value>(qr + i0, kh, p0, p1, D, a.scale, sr + i0);
+    });
+  }
+}
+
+// In place: s[p] = exp(s[p] - max s) over [0, n); returns their fold16 sum (lanes p % 16).
+__attribute__((target("avx512f"))) float exp_and_sum(float* s, int n) {
+  const __m512 ninf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  __m512 mv = ninf;
+  for (int p0 = 0; p0 < n; p0 += 16) mv = _mm512_max_ps(mv, _mm512_mask_loadu_ps(ninf, tail_mask(n - p0), s + p0));
+  const __m512 mb = _mm512_set1_ps(_mm512_reduce_max_ps(mv));  // max is exact in any order
+  __m512 lanes = _mm512_setzero_ps();
+  for (int p0 = 0; p0 < n; p0 += 16) {
+    const __mmask16 mk = tail_mask(n - p0);
+    const __m512 e = exp_avx512(_mm512_sub_ps(_mm512_maskz_loadu_ps(mk, s + p0), mb));
+    _mm512_mask_storeu_ps(s + p0, mk, e);
+    lanes = _mm512_add_ps(lanes, _mm512_maskz_mov_ps(mk, e));
+  }
+  return fold16_avx512(lanes);
+}
+
+// pv_shared_block over keys [0, n) and columns [d0, d0 + cols), cols 16 or 32.
+template <int G, typename KV>
+__attribute__((target("avx512f"))) void pv_shared_cols(const KV* vh, const float* const* e, int n, int D, int d0,
+                                                        int cols, float* const* acc0, float* const* acc1) {
+  if (cols == 32)
+    pv_shared_block<G, 2>(vh, e, 0, n, D, d0, acc0, acc1);
+  else
+    pv_shared_block<G, 1>(vh, e, 0, n, D, d0, acc0, acc1);
+}
+
+// Columns [d0, d0 + cols) of the heads of kv head g: V sums over keys [0, n) in order, normalized
+// into o. acc: [n_heads][2][D] zeros; cols is 16 or 32.
+template <typename KV>
+__attribute__((target("avx512f"))) void split_values(const AttentionArgs& a, const KV* vh, int g, int d0, int cols, int n,
+                                                     const float* scores, int64_t stride, const float* l, float* acc,
+                                                     float* o) {
+  const int D = a.head_dim, group = a.n_heads / a.n_kv_heads;
+  const float* er[64];
+  float *a0[64], *a1[64];
+  for (int j0 = 0; j0 < group; j0 += 64) {
+    const int nj = std::min(64, group - j0);
+    for (int j = 0; j < nj; ++j) {
+      const int h = g * group + j0 + j;
+      er[j] = scores + h * stride, a0[j] = acc + int64_t(h) * 2 * D, a1[j] = a0[j] + D;
+    }
+    for_item_groups(nj, [&](auto G, int i0) {
+      pv_shared_cols<decltype(G)::value>(vh, er + i0, n, D, d0, cols, a0 + i0, a1 + i0);
+    });
+    for (int j = 0; j < nj; ++j) {
+      const __m512 lv = _mm512_set1_ps(l[g * group + j0 + j]);
+      float* out = o + int64_t(g * group + j0 + j) * D;
+      for (int d = d0; d < d0 + cols; d += 16)
+        _mm512_storeu_ps(out + d, _mm512_div_ps(_mm512_add_ps(_mm512_loadu_ps(a0[j] + d), _mm512_loadu_ps(a1[j] + d)), lv));
+    }
+  }
+}
+
+template <typename KV>
+void decode_split(const AttentionArgs& a, int n, const float* q, const KV* k, const KV* v, float* o, ThreadPool& pool) {
+  const int D = a.head_dim, H = a.n_heads;
+  const int64_t stride = n + 16;
+  thread_local DecodeSplitScratch sc;  // the caller's; the workers get pointers
+  if (sc.scores.size() < size_t(H) * stride) sc.scores.resize(size_t(H) * stride);
+  sc.acc.assign(size_t(H) * 2 * D, 0.0f);
+  sc.l.resize(H);
+  float *scores = sc.scores.data(), *acc = sc.acc.data(), *l = sc.l.data();
+  const int64_t head_size = int64_t(a.capacity) * D;
+  const int chunks = (n + kSplitChunk - 1) / kSplitChunk;
+  pool.run([&](int tid, int nth) {  // 1. scores: units of (kv head, chunk of keys)
+    int64_t u0, u1;
+    ThreadPool::split(int64_t(a.n_kv_heads) * chunks, tid, nth, 1, &u0, &u1);
+    for (int64_t u = u0; u < u1; ++u) {
+      const int g = int(u / chunks), p0 = int(u % chunks) * kSplitChunk;
+      split_scores(a, q, k + g * head_size, g, p0, std::min(n, p0 + kSplitChunk), scores, stride);
+    }
+  });
+  pool.run([&](int tid, int nth) {  // 2. softmax numerators and denominators per head
+    int64_t h0, h1;
+    ThreadPool::split(H, tid, nth, 1, &h0, &h1);
+    for (int64_t h = h0; h < h1; ++h) l[h] = exp_and_sum(scores + h * stride, n);
+  });
+  const int cols = D % 32 == 0 ? 32 : 16, col_units = D / cols;
+  pool.run([&](int tid, int nth) {  // 3. V sums: units of (kv head, columns)
+    int64_t u0, u1;
+    ThreadPool::split(int64_t(a.n_kv_heads) * col_units, tid, nth, 1, &u0, &u1);
+    for (int64_t u = u0; u < u1; ++u) {
+      const int g = int(u / col_units);
+      split_values(a, v + g * head_size, g, int(u % col_units) * cols, cols, n, scores, stride, l, acc, o);
+    }
+  });
+}
+
 // Short decodes finish faster than the pool wakes up.
 constexpr int64_t kMinMacsForThreads = 65536;
 int64_t attention_macs(const AttentionArgs& a) { return int64_t(a.n_q) * a.n_heads * (a.prefix_len + a.n_new) * a.head_dim; }
@@ -576,6 +704,9 @@ static void attention_kv(const AttentionArgs& a, const float* q, const KV* k, co
 #if EYAS_X86
   const bool simd512 = use_avx512();
   if (simd512 || use_avx2()) {
+    if (simd512) {
+      if (const int n = decode_split_keys(a, mask, pool.num_threads())) return decode_split(a, n, q, k, v, o, pool);
+    }
     const TileUnits tu = tile_units(a, pool.num_threads(), 0);
     auto body = [&](int tid, int nth) {
       int64_t u0, u1;
