@@ -14,27 +14,21 @@
 #include <type_traits>
 #include <vector>
 
+#include "cpu/attention_blocks.h"
+#include "cpu/attention_split.h"
 #include "cpu/quant/formats.h"
 #include "cpu/softmax_exp.h"
 
 namespace eyas::cpu {
 namespace {
 
+using namespace attn;
+
 constexpr int kMaxHeadDim = 512;
 
 // A cache element as float: F32 as is, F16 (stored as uint16_t) exactly converted.
 inline float kv_value(float x) { return x; }
 inline float kv_value(uint16_t h) { return quant::h2f(h); }
-
-// Writes query i's visible new slots after the prefix part of `slots` (filled once per thread).
-int collect_new_slots(const AttentionArgs& a, const uint8_t* mask, int i, int32_t* slots) {
-  int n = a.prefix_len;
-  const int self = a.n_new - a.n_q + i;  // query i's own new slot
-  const uint8_t* row = mask ? mask + int64_t(i) * a.n_new : nullptr;
-  for (int j = 0; j < a.n_new; ++j)
-    if (row ? row[j] != 0 : j <= self) slots[n++] = a.prefix_len + j;
-  return n;
-}
 
 // kh, vh: one KV head [capacity, D]; s: scratch [n]; out: [D].
 template <typename KV>
@@ -70,198 +64,6 @@ void attend_scalar(const float* qr, const KV* kh, const KV* vh, const int32_t* s
 }
 
 #if EYAS_X86
-// 16 cache elements as floats.
-__attribute__((target("avx512f"))) inline __m512 load16(const float* p) { return _mm512_loadu_ps(p); }
-__attribute__((target("avx512f"))) inline __m512 load16(const uint16_t* p) {
-  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
-}
-
-// Folds 16 lane-accumulators at once: lane j of the result is fold16(A[j]), with exactly fold16's
-// additions (lanes[l] + lanes[l + s], s = 8, 4, 2, 1), so every score has the scalar path's bits.
-__attribute__((target("avx512f"), always_inline)) inline __m512 fold16_transposed(const __m512* A) {
-  __m512 B[8], C[4], Dv[2];
-  for (int j = 0; j < 8; ++j)  // lanes l + (l + 8)
-    B[j] = _mm512_add_ps(_mm512_shuffle_f32x4(A[j], A[j + 8], 0x44), _mm512_shuffle_f32x4(A[j], A[j + 8], 0xEE));
-  for (int j = 0; j < 4; ++j)  // lanes l + (l + 4)
-    C[j] = _mm512_add_ps(_mm512_shuffle_f32x4(B[j], B[j + 4], 0x88), _mm512_shuffle_f32x4(B[j], B[j + 4], 0xDD));
-  for (int j = 0; j < 2; ++j) {  // lanes l + (l + 2)
-    const __m512d c0 = _mm512_castps_pd(C[j]), c1 = _mm512_castps_pd(C[j + 2]);
-    Dv[j] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(c0, c1)), _mm512_castpd_ps(_mm512_unpackhi_pd(c0, c1)));
-  }
-  // lanes l + (l + 1); the result holds accumulator idx[p] in lane p, put back in order.
-  const __m512 E = _mm512_add_ps(_mm512_shuffle_ps(Dv[0], Dv[1], 0x88), _mm512_shuffle_ps(Dv[0], Dv[1], 0xDD));
-  const __m512i idx = _mm512_setr_epi32(0, 2, 1, 3, 8, 10, 9, 11, 4, 6, 5, 7, 12, 14, 13, 15);
-  return _mm512_permutexvar_ps(idx, E);
-}
-
-// Scores of up to 16 keys at once: 16 lane-accumulators per key, then the transposing fold.
-// kp(k): row of key k of the 16 (unused ones repeat a valid row).
-template <typename KeyRow>
-__attribute__((target("avx512f"), always_inline)) inline __m512 scores16(const float* qr, KeyRow kp, int D) {
-  __m512 A[16];
-  for (int k = 0; k < 16; ++k) A[k] = _mm512_setzero_ps();
-  for (int c = 0; c < D; c += 16) {
-    const __m512 qv = _mm512_loadu_ps(qr + c);
-#pragma GCC unroll 16
-    for (int k = 0; k < 16; ++k) A[k] = _mm512_fmadd_ps(qv, load16(kp(k) + c), A[k]);
-  }
-  return fold16_transposed(A);
-}
-
-// Software prefetch distance of the shared-row passes (hardware prefetch alone left the cold K/V
-// stream at ~6 GB/s per thread).
-constexpr int kPrefetchBytes = 8192;
-constexpr int kPrefetchRows = 64;
-
-// Scores of G items (query rows qr[j]) x KB consecutive key rows kb[k * D] (G * KB <= 16; keys past
-// nk repeat row 0): lane j * KB + k holds item j's score of key k. Each key row is loaded (and, from an
-// F16 cache, converted) once for all G items; every (item, key) runs scores16's operations, so the
-// bits are the same.
-template <int G, int KB, typename KV>
-__attribute__((target("avx512f"), always_inline)) inline __m512 scores_shared(const float* const* qr, const KV* kb,
-                                                                            int nk, int D) {
-  static_assert(G * KB <= 16);
-  __m512 A[16];
-  for (int k = 0; k < 16; ++k) A[k] = _mm512_setzero_ps();
-  for (int c = 0; c < D; c += 16) {
-    __m512 qv[G];
-#pragma GCC unroll 4
-    for (int j = 0; j < G; ++j) qv[j] = _mm512_loadu_ps(qr[j] + c);
-#pragma GCC unroll 16
-    for (int k = 0; k < KB; ++k) {
-      const __m512 kv = load16(kb + int64_t(k < nk ? k : 0) * D + c);
-#pragma GCC unroll 4
-      for (int j = 0; j < G; ++j) A[j * KB + k] = _mm512_fmadd_ps(qv[j], kv, A[j * KB + k]);
-    }
-  }
-  return fold16_transposed(A);
-}
-
-// Shared rows [p0, p1) (consecutive slots) of G items: s[j][p] = score * scale.
-template <int G, typename KV>
-__attribute__((target("avx512f"))) void scores_shared_range(const float* const* qr, const KV* kh, int p0, int p1, int D,
-                                                             float scale, float* const* s) {
-  constexpr int KB = G == 1 ? 16 : G == 2 ? 8 : G == 3 ? 5 : 4;
-  const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-  const __m512 sc_v = _mm512_set1_ps(scale);
-  const char* pf = reinterpret_cast<const char*>(kh + int64_t(p0) * D) + kPrefetchBytes;
-  for (int p = p0; p < p1; p += KB) {
-    const char* pf_end = reinterpret_cast<const char*>(kh + int64_t(p + KB) * D) + kPrefetchBytes;
-    for (; pf < pf_end; pf += 64) _mm_prefetch(pf, _MM_HINT_T0);
-    const int nk = std::min(KB, p1 - p);
-    const __m512 sv = _mm512_mul_ps(scores_shared<G, KB>(qr, kh + int64_t(p) * D, nk, D), sc_v);
-#pragma GCC unroll 4
-    for (int j = 0; j < G; ++j) {  // item j's lanes to lane 0 on
-      const __m512 sj = j == 0 ? sv : _mm512_permutexvar_ps(_mm512_add_epi32(iota, _mm512_set1_epi32(j * KB)), sv);
-      _mm512_mask_storeu_ps(s[j] + p, tail_mask(nk), sj);
-    }
-  }
-}
-
-// acc0[j]/acc1[j] (in memory, D floats each) += e[j][p] * v[p][d0 .. d0 + 16 NG) for p in [p0, p1) of
-// consecutive rows v[p] = vh + p D, for G items at once (each V row loaded once for all): even p into
-// acc0, odd into acc1, in p order, as pv_block does per item. p0 is even.
-template <int G, int NG, typename KV>
-__attribute__((target("avx512f"), always_inline)) inline void pv_shared_block(const KV* vh, const float* const* e, int p0,
-                                                                             int p1, int D, int d0, float* const* acc0,
-                                                                             float* const* acc1) {
-  __m512 a0[G][NG], a1[G][NG];
-  for (int j = 0; j < G; ++j)
-    for (int g = 0; g < NG; ++g)
-      a0[j][g] = _mm512_loadu_ps(acc0[j] + d0 + 16 * g), a1[j][g] = _mm512_loadu_ps(acc1[j] + d0 + 16 * g);
-  int p = p0;
-  for (; p + 2 <= p1; p += 2) {
-    const KV* v0 = vh + int64_t(p) * D + d0;
-    _mm_prefetch(reinterpret_cast<const char*>(v0 + kPrefetchRows * D), _MM_HINT_T0);
-    _mm_prefetch(reinterpret_cast<const char*>(v0 + (kPrefetchRows + 1) * D), _MM_HINT_T0);
-    const KV* v1 = v0 + D;
-    __m512 x0[NG], x1[NG];
-#pragma GCC unroll 4
-    for (int g = 0; g < NG; ++g) x0[g] = load16(v0 + 16 * g), x1[g] = load16(v1 + 16 * g);
-#pragma GCC unroll 4
-    for (int j = 0; j < G; ++j) {
-      const __m512 e0 = _mm512_set1_ps(e[j][p]), e1 = _mm512_set1_ps(e[j][p + 1]);
-#pragma GCC unroll 4
-      for (int g = 0; g < NG; ++g) {
-        a0[j][g] = _mm512_fmadd_ps(e0, x0[g], a0[j][g]);
-        a1[j][g] = _mm512_fmadd_ps(e1, x1[g], a1[j][g]);
-      }
-    }
-  }
-  if (p < p1) {
-    const KV* v0 = vh + int64_t(p) * D + d0;
-    for (int j = 0; j < G; ++j) {
-      const __m512 e0 = _mm512_set1_ps(e[j][p]);
-      for (int g = 0; g < NG; ++g) a0[j][g] = _mm512_fmadd_ps(e0, load16(v0 + 16 * g), a0[j][g]);
-    }
-  }
-  for (int j = 0; j < G; ++j)
-    for (int g = 0; g < NG; ++g)
-      _mm512_storeu_ps(acc0[j] + d0 + 16 * g, a0[j][g]), _mm512_storeu_ps(acc1[j] + d0 + 16 * g, a1[j][g]);
-}
-
-// pv_shared_block over all of D (a multiple of 16): 64-column blocks for up to 2 items, 32 for more
-// (so the accumulators stay in registers), then the tail.
-template <int G, typename KV>
-__attribute__((target("avx512f"))) void pv_shared_range(const KV* vh, const float* const* e, int p0, int p1, int D,
-                                                         float* const* acc0, float* const* acc1) {
-  constexpr int NG = G <= 2 ? 4 : 2;
-  int d0 = 0;
-  for (; d0 + 16 * NG <= D; d0 += 16 * NG) pv_shared_block<G, NG>(vh, e, p0, p1, D, d0, acc0, acc1);
-  for (; d0 < D; d0 += 16) pv_shared_block<G, 1>(vh, e, p0, p1, D, d0, acc0, acc1);
-}
-
-// acc0/acc1 (in memory, D floats each) += e[p] * v_row(p)[d0 .. d0 + 16 NG) for p in [p0, p1): even p
-// into acc0, odd p into acc1, in p order. p0 is even, so resuming block after block keeps the sequence.
-template <int NG, typename ValueRow>
-__attribute__((target("avx512f"), always_inline)) inline void pv_block(ValueRow v_row, const float* e, int p0, int p1,
-                                                                      int d0, float* acc0, float* acc1) {
-  __m512 a0[NG], a1[NG];
-  for (int g = 0; g < NG; ++g) a0[g] = _mm512_loadu_ps(acc0 + d0 + 16 * g), a1[g] = _mm512_loadu_ps(acc1 + d0 + 16 * g);
-  int p = p0;
-  for (; p + 2 <= p1; p += 2) {
-    const auto* v0 = v_row(p) + d0;
-    const auto* v1 = v_row(p + 1) + d0;
-    const __m512 e0 = _mm512_set1_ps(e[p]), e1 = _mm512_set1_ps(e[p + 1]);
-#pragma GCC unroll 4
-    for (int g = 0; g < NG; ++g) {
-      a0[g] = _mm512_fmadd_ps(e0, load16(v0 + 16 * g), a0[g]);
-      a1[g] = _mm512_fmadd_ps(e1, load16(v1 + 16 * g), a1[g]);
-    }
-  }
-  if (p < p1) {
-    const auto* v0 = v_row(p) + d0;
-    const __m512 e0 = _mm512_set1_ps(e[p]);
-    for (int g = 0; g < NG; ++g) a0[g] = _mm512_fmadd_ps(e0, load16(v0 + 16 * g), a0[g]);
-  }
-  for (int g = 0; g < NG; ++g) _mm512_storeu_ps(acc0 + d0 + 16 * g, a0[g]), _mm512_storeu_ps(acc1 + d0 + 16 * g, a1[g]);
-}
-
-template <typename ValueRow>
-__attribute__((target("avx512f"))) void pv_rows(ValueRow v_row, const float* e, int p0, int p1, int D, float* acc0,
-                                                float* acc1) {
-  int d0 = 0;
-  for (; d0 + 64 <= D; d0 += 64) pv_block<4>(v_row, e, p0, p1, d0, acc0, acc1);
-  switch ((D - d0) / 16) {
-    case 3: pv_block<3>(v_row, e, p0, p1, d0, acc0, acc1); break;
-    case 2: pv_block<2>(v_row, e, p0, p1, d0, acc0, acc1); break;
-    case 1: pv_block<1>(v_row, e, p0, p1, d0, acc0, acc1); break;
-    default: break;
-  }
-}
-
-// Visible positions [p0, p1) of one item (p0 even). Positions below `ident` are slots 0, 1, ... in
-// order (the committed prefix at least), so their rows are addressed directly (no slot lookups:
-// ~2x faster per key); the split point is even so the even/odd accumulator sequence carries on.
-template <typename KV>
-__attribute__((target("avx512f"))) void pv_range(const KV* vh, const int32_t* slots, const float* e, int p0, int p1,
-                                                 int ident, int D, float* acc0, float* acc1) {
-  const int split = std::max(p0, std::min(p1, ident & ~1));
-  if (split > p0) pv_rows([vh, D](int p) { return vh + int64_t(p) * D; }, e, p0, split, D, acc0, acc1);
-  if (p1 > split)
-    pv_rows([vh, slots, D](int p) { return vh + int64_t(slots[p]) * D; }, e, split, p1, D, acc0, acc1);
-}
-
 // Per-thread scratch of one tile: a slot list per query, scores and accumulators per item.
 struct TileScratch {
   std::vector<int32_t> slots;  // [queries][stride]
@@ -271,23 +73,6 @@ struct TileScratch {
   std::vector<const float*> q_rows;        // [items] query row of each item
   std::vector<float*> s_rows, a0_rows, a1_rows;  // [items] its scores and its two accumulators
 };
-
-// Calls f(std::integral_constant<int, G>, j0) for consecutive groups [j0, j0 + G) of `items`, G <= 4
-// and the groups as even as they can be (5 items: 3 + 2, 9: 3 + 3 + 3).
-template <typename F>
-void for_item_groups(int items, F&& f) {
-  const int groups = (items + 3) / 4;
-  for (int k = 0, j0 = 0; k < groups; ++k) {
-    const int j1 = int(int64_t(items) * (k + 1) / groups);
-    switch (j1 - j0) {
-      case 4: f(std::integral_constant<int, 4>{}, j0); break;
-      case 3: f(std::integral_constant<int, 3>{}, j0); break;
-      case 2: f(std::integral_constant<int, 2>{}, j0); break;
-      default: f(std::integral_constant<int, 1>{}, j0); break;
-    }
-    j0 = j1;
-  }
-}
 
 // Slot-list row length of a tile's scratch (a query sees at most prefix + new keys; +16 for tails).
 inline int64_t tile_stride(const AttentionArgs& a) { return int64_t(a.prefix_len) + a.n_new + 16; }
@@ -373,22 +158,7 @@ __attribute__((target("avx512f"))) void attend_tile_avx512(const AttentionArgs& 
   }
   // 2. max, exp, sum per item
   float* l = sc.l.data();
-  for (int it = 0; it < items; ++it) {
-    const int nt = n[it / group];
-    float* s = sc.scores.data() + int64_t(it) * stride;
-    const __m512 ninf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
-    __m512 mv = ninf;
-    for (int p0 = 0; p0 < nt; p0 += 16) mv = _mm512_max_ps(mv, _mm512_mask_loadu_ps(ninf, tail_mask(nt - p0), s + p0));
-    const __m512 mb = _mm512_set1_ps(_mm512_reduce_max_ps(mv));  // max is exact in any order
-    __m512 lanes = _mm512_setzero_ps();
-    for (int p0 = 0; p0 < nt; p0 += 16) {
-      const __mmask16 mk = tail_mask(nt - p0);
-      const __m512 e = exp_avx512(_mm512_sub_ps(_mm512_maskz_loadu_ps(mk, s + p0), mb));
-      _mm512_mask_storeu_ps(s + p0, mk, e);
-      lanes = _mm512_add_ps(lanes, _mm512_maskz_mov_ps(mk, e));
-    }
-    l[it] = fold16_avx512(lanes);
-  }
+  for (int it = 0; it < items; ++it) l[it] = exp_and_sum(sc.s_rows[it], n[it / group]);
   // 3. weighted V sums, then normalize
   for (int b0 = 0; b0 < max_n; b0 += block) {
     const int s1 = std::min(b0 + block, shared);
@@ -574,134 +344,6 @@ void run_unit(const AttentionArgs& a, const float* q, const KV* k, const KV* v, 
     attend_tile_avx2(a, mask, q, k + kv_off, v + kv_off, o, i0, i1, h0, h1, scratch);
 }
 
-// One query over a long contiguous context (a plain decode step) is bound by reading K and V. Split
-// by (kv head, part of its heads), two threads both read a kv head that three heads do not divide
-// between them; split instead by keys for the scores and by columns for the weighted V sums, each
-// thread reads half of every row, once, for all heads of its kv head at a time. Three passes (scores,
-// softmax, V sums), each item's operations exactly the tile path's, so the bits are the same.
-constexpr int kMinKeysToSplit = 512;
-constexpr int kSplitChunk = 256;  // keys per scores unit
-
-struct DecodeSplitScratch {
-  std::vector<float> scores;  // [n_heads][stride]
-  std::vector<float> acc;     // [n_heads][2][D]
-  std::vector<float> l;       // [n_heads]
-};
-
-// Visible keys of a call that the split serves (slots 0 .. n - 1), or 0 when it does not.
-int decode_split_keys(const AttentionArgs& a, const uint8_t* mask, int nth) {
-  if (nth < 2 || a.n_q != 1 || a.n_new != 1 || (mask && mask[0] == 0) || a.head_dim % 16 != 0) return 0;
-  const int n = a.prefix_len + 1;
-  return n >= kMinKeysToSplit ? n : 0;
-}
-
-// Scores of keys [p0, p1) for the heads of kv head g: scores[h][p].
-template <typename KV>
-__attribute__((target("avx512f"))) void split_scores(const AttentionArgs& a, const float* q, const KV* kh, int g, int p0,
-                                                     int p1, float* scores, int64_t stride) {
-  const int D = a.head_dim, group = a.n_heads / a.n_kv_heads;
-  const float* qr[64];
-  float* sr[64];
-  for (int j0 = 0; j0 < group; j0 += 64) {
-    const int nj = std::min(64, group - j0);
-    for (int j = 0; j < nj; ++j) {
-      const int h = g * group + j0 + j;
-      qr[j] = q + int64_t(h) * D, sr[j] = scores + h * stride;
-    }
-    for_item_groups(nj, [&](auto G, int i0) {
-      scores_shared_range<decltype(G)::value>(qr + i0, kh, p0, p1, D, a.scale, sr + i0);
-    });
-  }
-}
-
-// In place: s[p] = exp(s[p] - max s) over [0, n); returns their fold16 sum (lanes p % 16).
-__attribute__((target("avx512f"))) float exp_and_sum(float* s, int n) {
-  const __m512 ninf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
-  __m512 mv = ninf;
-  for (int p0 = 0; p0 < n; p0 += 16) mv = _mm512_max_ps(mv, _mm512_mask_loadu_ps(ninf, tail_mask(n - p0), s + p0));
-  const __m512 mb = _mm512_set1_ps(_mm512_reduce_max_ps(mv));  // max is exact in any order
-  __m512 lanes = _mm512_setzero_ps();
-  for (int p0 = 0; p0 < n; p0 += 16) {
-    const __mmask16 mk = tail_mask(n - p0);
-    const __m512 e = exp_avx512(_mm512_sub_ps(_mm512_maskz_loadu_ps(mk, s + p0), mb));
-    _mm512_mask_storeu_ps(s + p0, mk, e);
-    lanes = _mm512_add_ps(lanes, _mm512_maskz_mov_ps(mk, e));
-  }
-  return fold16_avx512(lanes);
-}
-
-// pv_shared_block over keys [0, n) and columns [d0, d0 + cols), cols 16 or 32.
-template <int G, typename KV>
-__attribute__((target("avx512f"))) void pv_shared_cols(const KV* vh, const float* const* e, int n, int D, int d0,
-                                                        int cols, float* const* acc0, float* const* acc1) {
-  if (cols == 32)
-    pv_shared_block<G, 2>(vh, e, 0, n, D, d0, acc0, acc1);
-  else
-    pv_shared_block<G, 1>(vh, e, 0, n, D, d0, acc0, acc1);
-}
-
-// Columns [d0, d0 + cols) of the heads of kv head g: V sums over keys [0, n) in order, normalized
-// into o. acc: [n_heads][2][D] zeros; cols is 16 or 32.
-template <typename KV>
-__attribute__((target("avx512f"))) void split_values(const AttentionArgs& a, const KV* vh, int g, int d0, int cols, int n,
-                                                     const float* scores, int64_t stride, const float* l, float* acc,
-                                                     float* o) {
-  const int D = a.head_dim, group = a.n_heads / a.n_kv_heads;
-  const float* er[64];
-  float *a0[64], *a1[64];
-  for (int j0 = 0; j0 < group; j0 += 64) {
-    const int nj = std::min(64, group - j0);
-    for (int j = 0; j < nj; ++j) {
-      const int h = g * group + j0 + j;
-      er[j] = scores + h * stride, a0[j] = acc + int64_t(h) * 2 * D, a1[j] = a0[j] + D;
-    }
-    for_item_groups(nj, [&](auto G, int i0) {
-      pv_shared_cols<decltype(G)::value>(vh, er + i0, n, D, d0, cols, a0 + i0, a1 + i0);
-    });
-    for (int j = 0; j < nj; ++j) {
-      const __m512 lv = _mm512_set1_ps(l[g * group + j0 + j]);
-      float* out = o + int64_t(g * group + j0 + j) * D;
-      for (int d = d0; d < d0 + cols; d += 16)
-        _mm512_storeu_ps(out + d, _mm512_div_ps(_mm512_add_ps(_mm512_loadu_ps(a0[j] + d), _mm512_loadu_ps(a1[j] + d)), lv));
-    }
-  }
-}
-
-template <typename KV>
-void decode_split(const AttentionArgs& a, int n, const float* q, const KV* k, const KV* v, float* o, ThreadPool& pool) {
-  const int D = a.head_dim, H = a.n_heads;
-  const int64_t stride = n + 16;
-  thread_local DecodeSplitScratch sc;  // the caller's; the workers get pointers
-  if (sc.scores.size() < size_t(H) * stride) sc.scores.resize(size_t(H) * stride);
-  sc.acc.assign(size_t(H) * 2 * D, 0.0f);
-  sc.l.resize(H);
-  float *scores = sc.scores.data(), *acc = sc.acc.data(), *l = sc.l.data();
-  const int64_t head_size = int64_t(a.capacity) * D;
-  const int chunks = (n + kSplitChunk - 1) / kSplitChunk;
-  pool.run([&](int tid, int nth) {  // 1. scores: units of (kv head, chunk of keys)
-    int64_t u0, u1;
-    ThreadPool::split(int64_t(a.n_kv_heads) * chunks, tid, nth, 1, &u0, &u1);
-    for (int64_t u = u0; u < u1; ++u) {
-      const int g = int(u / chunks), p0 = int(u % chunks) * kSplitChunk;
-      split_scores(a, q, k + g * head_size, g, p0, std::min(n, p0 + kSplitChunk), scores, stride);
-    }
-  });
-  pool.run([&](int tid, int nth) {  // 2. softmax numerators and denominators per head
-    int64_t h0, h1;
-    ThreadPool::split(H, tid, nth, 1, &h0, &h1);
-    for (int64_t h = h0; h < h1; ++h) l[h] = exp_and_sum(scores + h * stride, n);
-  });
-  const int cols = D % 32 == 0 ? 32 : 16, col_units = D / cols;
-  pool.run([&](int tid, int nth) {  // 3. V sums: units of (kv head, columns)
-    int64_t u0, u1;
-    ThreadPool::split(int64_t(a.n_kv_heads) * col_units, tid, nth, 1, &u0, &u1);
-    for (int64_t u = u0; u < u1; ++u) {
-      const int g = int(u / col_units);
-      split_values(a, v + g * head_size, g, int(u % col_units) * cols, cols, n, scores, stride, l, acc, o);
-    }
-  });
-}
-
 // Short decodes finish faster than the pool wakes up.
 constexpr int64_t kMinMacsForThreads = 65536;
 int64_t attention_macs(const AttentionArgs& a) { return int64_t(a.n_q) * a.n_heads * (a.prefix_len + a.n_new) * a.head_dim; }
@@ -714,9 +356,6 @@ static void attention_kv(const AttentionArgs& a, const float* q, const KV* k, co
 #if EYAS_X86
   const bool simd512 = use_avx512();
   if (simd512 || use_avx2()) {
-    if (simd512) {
-      if (const int n = decode_split_keys(a, mask, pool.num_threads())) return decode_split(a, n, q, k, v, o, pool);
-    }
     const TileUnits tu = tile_units(a, pool.num_threads(), 0);
     auto body = [&](int tid, int nth) {
       int64_t u0, u1;
@@ -770,6 +409,7 @@ __attribute__((target("avx512f"))) static void rows_to_f32(const uint16_t* h, in
 
 void attention(const AttentionArgs& a, const float* q, const void* k, const void* v, bool kv_f16, const uint8_t* mask,
                float* o, ThreadPool& pool) {
+  if (attention_split(a, q, k, v, kv_f16, mask, o, pool)) return;
   if (!kv_f16) return attention_kv(a, q, static_cast<const float*>(k), static_cast<const float*>(v), mask, o, pool);
   const auto* kh = static_cast<const uint16_t*>(k);
   const auto* vh = static_cast<const uint16_t*>(v);
