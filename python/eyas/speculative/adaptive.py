@@ -3,7 +3,7 @@
 A round that drafts d tokens emits E(d) = 1 + sum_{i<=d} prod_{j<=i} p_j tokens on average, where p_j is
 the chance that position j is accepted given that j - 1 was, and costs c(d) seconds (propose + verify
 + accept). Depth 0 is a plain decode step (a one-node tree). The chooser keeps decayed counts of
-p_j and a moving average of c(d) measured on this machine, and picks argmax E(d) / c(d), so
+p_j and the median of recent round times c(d) measured on this machine, and picks argmax E(d) / c(d), so
 content the drafter predicts badly, or a machine where verify is dear, falls back towards plain
 decoding instead of running slower than it.
 
