@@ -228,7 +228,9 @@ def test_a_greedy_chooser_starts_from_the_previous_ones_costs_and_acceptance():
     second = DepthChooser(3, previous=first)
     assert second.cost == first.cost and second.tried[1] == pytest.approx(min(first.tried[1], DepthChooser.CARRIED_TRIES))
     assert second.accepted[1] / second.tried[1] == pytest.approx(first.accepted[1] / first.tried[1])
-    assert second.choose() == 0  # no drafts to re-measure what the last generation learnt
+    assert second.choose() == 1  # one token first: a new request may suit the drafter better than the last
+    second.observe(1, 0, 1.5)
+    assert second.choose() == 0  # no more drafts to re-measure what the last generation learnt
     assert DepthChooser(4, previous=first).choose() == 1  # another max depth starts afresh
     fixed = DepthChooser(3, cost=lambda d: 1.0 + 0.25 * d, previous=first)
     assert not fixed.warm and fixed.tried == [0.0] * 4  # sampling: nothing carries over
@@ -242,7 +244,7 @@ def test_a_carried_chooser_drops_to_plain_soon_when_drafts_stop_landing():
     assert first.best() == 3
     second = DepthChooser(3, previous=first)
     picks = run(second, 60, accepted_of=lambda d: 0, cost_of=lambda d: 1.0 + 0.4 * d)
-    assert picks[0] == 3  # it starts where the last generation ended
+    assert picks[0] == 1 and picks[1] >= 2  # a one-token look, then about where the last generation ended
     assert picks[8:15] == [0] * 7 and sum(d > 0 for d in picks[:8]) <= 6  # plain after a handful
     assert sum(d > 0 for d in picks[15:]) <= 3  # then only sparse one-token probes
 
@@ -266,20 +268,20 @@ def test_fixed_cost_grows_with_the_context():
         assert costs[0] == 1.0  # a plain step is the unit at every context
         assert all(b > a for a, b in zip(costs, costs[1:]))
         assert all(fixed_cost(d, share) > fixed_cost(d, share / 2) for d in range(1, 5))
-    # fitted to the rounds measured at 2.3K-3.2K tokens (chains of 1 and 3: ~1.57 and ~2.6 steps)
-    assert 1.5 < fixed_cost(1, 0.69) < 1.65 and 2.5 < fixed_cost(3, 0.69) < 2.75
+    # fitted to the rounds measured at 2.7K tokens (chains of 1 and 3: ~1.46-1.52 and ~2.42 steps)
+    assert 1.4 < fixed_cost(1, 0.69) < 1.55 and 2.3 < fixed_cost(3, 0.69) < 2.5
 
 
 def test_fixed_cost_chooser_drafts_less_at_long_context():
     from eyas.speculative.adaptive import fixed_cost
 
     c = DepthChooser(3, cost=fixed_cost)
-    for _ in range(40):  # position 1 accepted 3 times in 5, deeper ones never tried past it
+    for _ in range(40):  # position 1 accepted 1 time in 2, deeper ones never tried past it
         c.tried[1] = c.DECAY * c.tried[1] + 1.0
-        c.accepted[1] = c.DECAY * c.accepted[1] + 0.6
-    assert c.best() == 1  # 1.6 tokens for 1.35 steps
+        c.accepted[1] = c.DECAY * c.accepted[1] + 0.5
+    assert c.best() == 1  # 1.5 tokens for 1.35 steps
     c.set_fixed_cost(lambda d: fixed_cost(d, 1.0))
-    assert c.best() == 0  # 1.6 tokens for ~1.6 steps: plain steps
+    assert c.best() == 0  # 1.5 tokens for ~1.48 steps: plain steps
     with pytest.raises(ValueError, match="measures its costs"):
         DepthChooser(3).set_fixed_cost(fixed_cost)
 
@@ -300,7 +302,7 @@ def test_sampled_rounds_price_the_context(monkeypatch):
         m.generate(prompt, max_tokens=6, temperature=0.8, seed=3)
         assert seen, "the sampled chooser was never priced"
         costs[name] = seen[0]
-    assert costs["long"][1] > costs["short"][1] + 0.1
+    assert costs["long"][1] > costs["short"][1] + 0.04  # ~1.41 against ~1.35 steps at ~1.1K tokens
     seen.clear()
     m.generate(long_prompt, max_tokens=6, temperature=0.8, seed=3)
     assert seen[0] == costs["long"]  # the same context gives the same model on every run

@@ -29,7 +29,7 @@ def add_model_options(p) -> None:
     add_drafter_options(p)
     p.add_argument("--tree", default=None,
                    help="draft tree 'TOP_K,DEPTH,TOTAL', 'chain:DEPTH' or 'auto[:MAX_DEPTH]' (default: the drafter's "
-                        "recommendation, else auto: a chain of 0-3 tokens per round, as deep as pays)")
+                        "recommendation, else auto: a chain of 0-7 tokens per round, as deep as pays)")
 
 
 def load_model(args):

@@ -18,12 +18,13 @@ import statistics
 from collections import deque
 
 
-# The fixed cost model's context terms (docs/speculative.md §3), fitted on the 2-core Zen 4 CPU with the
-# default model: attention over the context costs ATTENTION_WEIGHT x its share of a step's bytes in time
-# (at 3K tokens attention took ~60 % of a step), and a tree node pays NODE_ATTENTION of a step's attention
-# (measured rounds at 2.3K-3.2K tokens: chains of 1, 2, 3 cost 1.57, 1.73-2.16, 2.54-2.65 steps).
-ATTENTION_WEIGHT = 2.15
-NODE_ATTENTION = 0.7
+# The fixed cost model's context terms (docs/speculative.md §3), refitted after the attention kernels
+# shared K/V rows across a tree's nodes (2026-12-04, 2-vCPU Intel VM, default model): attention over the
+# context costs ATTENTION_WEIGHT x its share of a step's bytes in time (at 2K tokens 2.6 of a 5.9 ms step),
+# and a tree node pays NODE_ATTENTION of a step's attention (measured greedy rounds at 2.7K tokens:
+# chains of 1, 2, 3 cost 1.46-1.52, 1.81-1.96 and 2.42 steps).
+ATTENTION_WEIGHT = 1.9
+NODE_ATTENTION = 0.55
 
 
 def fixed_cost(d: int, context_share: float = 0.0) -> float:
