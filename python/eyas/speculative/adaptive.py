@@ -3,7 +3,7 @@
 A round that drafts d tokens emits E(d) = 1 + sum_{i<=d} prod_{j<=i} p_j tokens on average, where p_j is
 the chance that position j is accepted given that j - 1 was, and costs c(d) seconds (propose + verify
 + accept). Depth 0 is a plain decode step (a one-node tree). The chooser keeps decayed counts of
-p_j and the median of recent round times c(d) measured on this machine, and picks argmax E(d) / c(d), so
+p_j and a moving average of c(d) measured on this machine, and picks argmax E(d) / c(d), so
 content the drafter predicts badly, or a machine where verify is dear, falls back towards plain
 decoding instead of running slower than it.
 
@@ -13,9 +13,6 @@ machine's load (DESIGN invariant 4): there c(d) comes from a fixed cost model in
 """
 
 from __future__ import annotations
-
-import statistics
-from collections import deque
 
 
 # The fixed cost model's context terms (docs/speculative.md §3), refitted after the attention kernels
@@ -44,11 +41,7 @@ class DepthChooser:
     choice is deterministic: it depends on acceptance alone)."""
 
     DECAY = 0.97  # per try of a position: recent tries weigh more (content changes within a reply)
-    # c(d) is the median of a depth's last COST_WINDOW round times (the least of them while there are
-    # fewer than 3): single slow rounds (a cold cache after the prompt, a preempted thread) run 2-3x
-    # the usual time and, averaged in, kept a depth looking dear, or plain steps looking dear, for good.
-    COST_WINDOW = 5
-    MIN_SAMPLES = 2  # round times of depths 1 and 0 taken before the first choice
+    COST_EMA = 0.2  # weight of a new round's time in c(d)
     PROBE_EVERY = 16  # rounds between re-measurements of a neighbouring depth of the current choice
     MAX_PROBE_GAP = 64  # while plain steps win, probes of depth 1 come at gaps doubling up to this
     # Drafting must promise this much more than plain steps: the measured costs are noisy and miss some
@@ -75,7 +68,6 @@ class DepthChooser:
         self.cost: list[float | None] = [None] * (max_depth + 1)
         if self.fixed:
             self.cost = [float(cost(d)) for d in range(max_depth + 1)]
-        self.samples = [deque(maxlen=self.COST_WINDOW) for _ in range(max_depth + 1)]  # [d]: recent round times
         self.tried = [0.0] * (max_depth + 1)  # [j]: decayed rounds that drafted j after accepting j - 1
         self.accepted = [0.0] * (max_depth + 1)  # [j]: ... and accepted j
         self.rounds = 0
@@ -85,7 +77,6 @@ class DepthChooser:
         self.warm = previous is not None and not self.fixed and not previous.fixed and previous.max_depth == max_depth
         if self.warm:
             self.cost = list(previous.cost)
-            self.samples = [deque(q, maxlen=self.COST_WINDOW) for q in previous.samples]
             scale = [min(1.0, self.CARRIED_TRIES / t) if t > 0 else 0.0 for t in previous.tried]
             self.tried = [k * t for k, t in zip(scale, previous.tried)]
             self.accepted = [k * a for k, a in zip(scale, previous.accepted)]
@@ -133,12 +124,11 @@ class DepthChooser:
 
     def choose(self) -> int:
         self.rounds += 1
-        if self.rounds == 1:  # one drafted token: p_1, the cheapest sign of whether drafting pays (a new request
-            # may differ from the last, so a carried chooser looks too; the round also ingests the prompt)
+        if self.rounds == 1 and not self.warm:  # one drafted token: p_1, the cheapest sign of whether drafting pays
             return 1
-        for d in (1, 0) if not self.fixed else ():  # measured costs: a one-token chain's, then a plain
-            if len(self.samples[d]) < self.MIN_SAMPLES:  # step's, twice each; deeper ones are extrapolated
-                return d  # until they are chosen
+        for d in (1, 0):  # measured costs: a one-token chain's, then a plain step's; deeper ones are
+            if self.cost[d] is None:  # extrapolated from these two until they are chosen
+                return d
         d = self.best()
         if d > 0:
             self._probe_gap = self.PROBE_EVERY
@@ -148,13 +138,11 @@ class DepthChooser:
             self._next_probe = self.rounds + self._probe_gap
             self._probe_gap = min(2 * self._probe_gap, self.MAX_PROBE_GAP)
             return 1
-        # Keep the neighbours' costs and acceptance current, deeper and shallower in turn (the best depth
-        # moves a step at a time, and a probe of a far depth, a deep chain over a long context, costs
-        # most), and a plain step's, the yardstick of every other depth.
+        # Keep the neighbours' costs and acceptance current, deeper and shallower in turn: the best depth
+        # moves a step at a time, and a probe of a far depth (a deep chain over a long context) costs most.
         self._next_probe = self.rounds + self.PROBE_EVERY
         self._probe += 1
-        probes = ([d + 1] if d < self.max_depth else []) + [d - 1] + ([0] if d > 1 else [])
-        return probes[(self._probe - 1) % len(probes)]
+        return d + 1 if self._probe % 2 == 1 and d < self.max_depth else d - 1
 
     def observe(self, depth: int, accepted: int, seconds: float) -> None:
         """depth: tokens drafted this round; accepted: how many of them the target accepted."""
@@ -162,9 +150,8 @@ class DepthChooser:
             raise ValueError(f"[speculative] observe: depth {depth}, accepted {accepted} out of range")
         # The first round also ingests the whole prompt into the drafter: its time says nothing of later rounds.
         if self.rounds > 1 and not self.fixed:
-            q = self.samples[depth]
-            q.append(seconds)
-            self.cost[depth] = min(q) if len(q) < 3 else statistics.median(q)
+            c = self.cost[depth]
+            self.cost[depth] = seconds if c is None else (1 - self.COST_EMA) * c + self.COST_EMA * seconds
         # Only the positions this round tried fade: plain steps bring no news of the drafter, and
         # letting the counts fade through them would drift p_j back to the prior (0.5) and draft again.
         for j in range(1, depth + 1):
