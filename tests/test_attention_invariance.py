@@ -233,3 +233,33 @@ def test_long_tree_verify_split_equals_tile_scalar_and_decode(heads, half):
     finally:
         _core.ops._force_scalar(False)
         _core.set_num_threads(threads)
+
+
+@pytest.mark.parametrize("heads", [(9, 3), (8, 2), (16, 2)], ids=lambda h: f"{h[0]}/{h[1]}")
+@pytest.mark.parametrize("d", [64, 80])
+@pytest.mark.parametrize("half", [False, True], ids=["f32", "f16"])
+def test_avx2_tile_shared_prefix_equals_scalar(heads, d, half):
+    # The AVX2 tile path reads the committed prefix's K/V rows once for groups of 1..4 items (one or
+    # two threads, decodes and trees of 2..15 nodes split the heads differently); every row must
+    # still have the scalar path's bits.
+    if "avx2" not in _core.ops._simd_levels():
+        pytest.skip("no AVX2 on this CPU")
+    rng = np.random.default_rng(d * 3 + heads[0] + half)
+    threads = _core.get_num_threads()
+    try:
+        for prefix_len in (37, 130, 700):
+            for n in (1, 2, 5, 9, 15):
+                a = make_inputs(rng, n, heads[0], heads[1], d, prefix_len, "tree" if n > 1 else "causal")
+                k, v = (a["k"].astype(np.float16), a["v"].astype(np.float16)) if half else (a["k"], a["v"])
+                args = (a["q"], k, v, prefix_len, a["mask"])
+                _core.ops._force_scalar(True)
+                want = _core.ops.attention(*args)
+                _core.ops._cap_simd("avx2")
+                for nth in (1, 2):
+                    _core.set_num_threads(nth)
+                    got = _core.ops.attention(*args)
+                    assert np.array_equal(got, want), f"prefix {prefix_len}, {n} nodes, {nth} threads: AVX2 vs scalar"
+                _core.set_num_threads(threads)
+    finally:
+        _core.ops._force_scalar(False)
+        _core.set_num_threads(threads)

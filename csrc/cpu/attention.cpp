@@ -236,6 +236,96 @@ __attribute__((target("avx2,fma,f16c"), always_inline)) inline void pv_block_avx
   for (int g = 0; g < NV; ++g) _mm256_storeu_ps(acc0 + d0 + 8 * g, a0[g]), _mm256_storeu_ps(acc1 + d0 + 8 * g, a1[g]);
 }
 
+// Scores of G items (query rows qr[j]) x KB consecutive key rows kb[k * D] (G * KB <= 4; keys past nk
+// repeat row 0): out[j * KB + k] = item j's score of key k, unscaled. Each key row is loaded (and, from
+// an F16 cache, converted) once for all G items; every (item, key) runs scores4_avx2's operations.
+template <int G, int KB, typename KV>
+__attribute__((target("avx2,fma,f16c"), always_inline)) inline void scores_shared_avx2(const float* const* qr,
+                                                                                      const KV* kb, int nk, int D,
+                                                                                      float* out) {
+  static_assert(G * KB <= 4);
+  __m256 lo[G * KB], hi[G * KB];
+  for (int i = 0; i < G * KB; ++i) lo[i] = hi[i] = _mm256_setzero_ps();
+  for (int c = 0; c < D; c += 16) {
+#pragma GCC unroll 4
+    for (int k = 0; k < KB; ++k) {
+      const KV* kr = kb + int64_t(k < nk ? k : 0) * D + c;
+      const __m256 k0 = load8(kr), k1 = load8(kr + 8);
+#pragma GCC unroll 4
+      for (int j = 0; j < G; ++j) {
+        lo[j * KB + k] = _mm256_fmadd_ps(_mm256_loadu_ps(qr[j] + c), k0, lo[j * KB + k]);
+        hi[j * KB + k] = _mm256_fmadd_ps(_mm256_loadu_ps(qr[j] + c + 8), k1, hi[j * KB + k]);
+      }
+    }
+  }
+  for (int i = 0; i < G * KB; ++i) out[i] = fold16_avx2(lo[i], hi[i]);
+}
+
+// Shared rows [p0, p1) (consecutive slots) of G items: s[j][p] = score * scale. 4 (item, key) pairs
+// per pass: 8 accumulators, enough to hide the FMA latency within AVX2's 16 registers.
+template <int G, typename KV>
+__attribute__((target("avx2,fma,f16c"))) void scores_shared_range_avx2(const float* const* qr, const KV* kh, int p0,
+                                                                        int p1, int D, float scale, float* const* s) {
+  constexpr int KB = G == 1 ? 4 : G == 2 ? 2 : 1;
+  for (int p = p0; p < p1; p += KB) {
+    const int nk = std::min(KB, p1 - p);
+    float sv[G * KB];
+    scores_shared_avx2<G, KB>(qr, kh + int64_t(p) * D, nk, D, sv);
+    for (int j = 0; j < G; ++j)
+      for (int k = 0; k < nk; ++k) s[j][p + k] = sv[j * KB + k] * scale;
+  }
+}
+
+// acc0[j]/acc1[j] (in memory, D floats each) += e[j][p] * v[p][d0 .. d0 + 8 NV) for p in [p0, p1) of
+// consecutive rows v[p] = vh + p D, for G items at once (each V row loaded once for all): even p into
+// acc0, odd into acc1, in p order, as pv_block_avx2 does per item. p0 is even.
+template <int G, int NV, typename KV>
+__attribute__((target("avx2,fma,f16c"), always_inline)) inline void pv_shared_block_avx2(
+    const KV* vh, const float* const* e, int p0, int p1, int D, int d0, float* const* acc0, float* const* acc1) {
+  __m256 a0[G][NV], a1[G][NV];
+  for (int j = 0; j < G; ++j)
+    for (int g = 0; g < NV; ++g)
+      a0[j][g] = _mm256_loadu_ps(acc0[j] + d0 + 8 * g), a1[j][g] = _mm256_loadu_ps(acc1[j] + d0 + 8 * g);
+  int p = p0;
+  for (; p + 2 <= p1; p += 2) {
+    const KV* v0 = vh + int64_t(p) * D + d0;
+    const KV* v1 = v0 + D;
+    __m256 x0[NV], x1[NV];
+#pragma GCC unroll 4
+    for (int g = 0; g < NV; ++g) x0[g] = load8(v0 + 8 * g), x1[g] = load8(v1 + 8 * g);
+#pragma GCC unroll 4
+    for (int j = 0; j < G; ++j) {
+      const __m256 e0 = _mm256_set1_ps(e[j][p]), e1 = _mm256_set1_ps(e[j][p + 1]);
+#pragma GCC unroll 4
+      for (int g = 0; g < NV; ++g) {
+        a0[j][g] = _mm256_fmadd_ps(e0, x0[g], a0[j][g]);
+        a1[j][g] = _mm256_fmadd_ps(e1, x1[g], a1[j][g]);
+      }
+    }
+  }
+  if (p < p1) {
+    const KV* v0 = vh + int64_t(p) * D + d0;
+    for (int j = 0; j < G; ++j) {
+      const __m256 e0 = _mm256_set1_ps(e[j][p]);
+      for (int g = 0; g < NV; ++g) a0[j][g] = _mm256_fmadd_ps(e0, load8(v0 + 8 * g), a0[j][g]);
+    }
+  }
+  for (int j = 0; j < G; ++j)
+    for (int g = 0; g < NV; ++g)
+      _mm256_storeu_ps(acc0[j] + d0 + 8 * g, a0[j][g]), _mm256_storeu_ps(acc1[j] + d0 + 8 * g, a1[j][g]);
+}
+
+// pv_shared_block_avx2 over all of D (a multiple of 8): G x NV <= 4 vectors per pass, so the 2 G NV
+// accumulators, the V row's NV vectors of 2 positions and 2 weights fit in 16 registers.
+template <int G, typename KV>
+__attribute__((target("avx2,fma,f16c"))) void pv_shared_range_avx2(const KV* vh, const float* const* e, int p0, int p1,
+                                                                    int D, float* const* acc0, float* const* acc1) {
+  constexpr int NV = G == 1 ? 4 : G == 2 ? 2 : 1;
+  int d0 = 0;
+  for (; d0 + 8 * NV <= D; d0 += 8 * NV) pv_shared_block_avx2<G, NV>(vh, e, p0, p1, D, d0, acc0, acc1);
+  for (; d0 < D; d0 += 8) pv_shared_block_avx2<G, 1>(vh, e, p0, p1, D, d0, acc0, acc1);
+}
+
 // One tile (queries [i0, i1) x query heads [h0, h1) of one kv head), as attend_tile_avx512: each item
 // runs attend_scalar's operations; items interleave block by block so a block of K/V rows is read
 // from memory once for all of them.
@@ -248,23 +338,42 @@ __attribute__((target("avx2,fma,f16c"))) void attend_tile_avx2(const AttentionAr
   const int block = tile_block(D);
   int n[64], ident[64];
   const int max_n = plan_tile(a, mask, i0, i1, items, sc, n, ident);
-  auto item_q = [&](int it) { return q + (int64_t(i0 + it / group) * a.n_heads + h0 + it % group) * D; };
   auto row = [&](const KV* base, int t, int p) {
     return base + int64_t(p < ident[t] ? p : sc.slots[int64_t(t) * stride + p]) * D;
   };
+  // Positions [0, shared) are slots 0, 1, ... for every query (the committed prefix at least): each of
+  // their K/V rows is loaded and converted once for a group of items. Even, so the even/odd V
+  // accumulators carry on into each item's own positions.
+  int shared = max_n;
+  for (int t = 0; t < i1 - i0; ++t) shared = std::min(shared, ident[t]);
+  shared &= ~1;
+  sc.q_rows.resize(items), sc.s_rows.resize(items), sc.a0_rows.resize(items), sc.a1_rows.resize(items);
+  for (int it = 0; it < items; ++it) {
+    sc.q_rows[it] = q + (int64_t(i0 + it / group) * a.n_heads + h0 + it % group) * D;
+    sc.s_rows[it] = sc.scores.data() + int64_t(it) * stride;
+    sc.a0_rows[it] = sc.acc.data() + int64_t(it) * 2 * D;
+    sc.a1_rows[it] = sc.a0_rows[it] + D;
+  }
   // 1. scores
-  for (int b0 = 0; b0 < max_n; b0 += block)
+  for (int b0 = 0; b0 < max_n; b0 += block) {
+    const int s1 = std::min(b0 + block, shared);
+    if (s1 > b0)
+      for_item_groups(items, [&](auto g, int j0) {
+        scores_shared_range_avx2<decltype(g)::value>(sc.q_rows.data() + j0, kh, b0, s1, D, a.scale,
+                                                     sc.s_rows.data() + j0);
+      });
     for (int it = 0; it < items; ++it) {
       const int t = it / group, b1 = std::min(b0 + block, n[t]);
-      float* s = sc.scores.data() + int64_t(it) * stride;
-      for (int p0 = b0; p0 < b1; p0 += 4) {
+      float* s = sc.s_rows[it];
+      for (int p0 = std::max(b0, shared); p0 < b1; p0 += 4) {
         const KV* kp[4];
         for (int k = 0; k < 4; ++k) kp[k] = row(kh, t, p0 + k < b1 ? p0 + k : p0);
         float four[4];
-        scores4_avx2(item_q(it), kp, D, four);
+        scores4_avx2(sc.q_rows[it], kp, D, four);
         for (int k = 0; k < 4 && p0 + k < b1; ++k) s[p0 + k] = four[k] * a.scale;
       }
     }
+  }
   // 2. max, exp, sum per item (sum lanes: position p into lane p % 16)
   const __m256 ninf = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
   for (int it = 0; it < items; ++it) {
@@ -286,16 +395,24 @@ __attribute__((target("avx2,fma,f16c"))) void attend_tile_avx2(const AttentionAr
     sc.l[it] = fold16_avx2(lanes[0], lanes[1]);
   }
   // 3. weighted V sums (even positions into acc0, odd into acc1, in position order), then normalize
-  for (int b0 = 0; b0 < max_n; b0 += block)
+  for (int b0 = 0; b0 < max_n; b0 += block) {
+    const int s1 = std::min(b0 + block, shared);
+    if (s1 > b0)
+      for_item_groups(items, [&](auto g, int j0) {
+        pv_shared_range_avx2<decltype(g)::value>(vh, sc.s_rows.data() + j0, b0, s1, D, sc.a0_rows.data() + j0,
+                                                 sc.a1_rows.data() + j0);
+      });
     for (int it = 0; it < items; ++it) {
-      const int t = it / group, b1 = std::min(b0 + block, n[t]);
-      const float* e = sc.scores.data() + int64_t(it) * stride;
-      float* acc = sc.acc.data() + int64_t(it) * 2 * D;
+      const int t = it / group, p0 = std::max(b0, shared), b1 = std::min(b0 + block, n[t]);
+      if (p0 >= b1) continue;
+      const float* e = sc.s_rows[it];
+      float* acc = sc.a0_rows[it];
       auto v_row = [&](int p) { return row(vh, t, p); };
       int d0 = 0;
-      for (; d0 + 32 <= D; d0 += 32) pv_block_avx2<4>(v_row, e, b0, b1, d0, acc, acc + D);
-      if (D - d0 == 16) pv_block_avx2<2>(v_row, e, b0, b1, d0, acc, acc + D);
+      for (; d0 + 32 <= D; d0 += 32) pv_block_avx2<4>(v_row, e, p0, b1, d0, acc, acc + D);
+      if (D - d0 == 16) pv_block_avx2<2>(v_row, e, p0, b1, d0, acc, acc + D);
     }
+  }
   for (int it = 0; it < items; ++it) {
     float* out = o + (int64_t(i0 + it / group) * a.n_heads + h0 + it % group) * D;
     const float* acc = sc.acc.data() + int64_t(it) * 2 * D;
