@@ -74,8 +74,6 @@ struct TileScratch {
   std::vector<float*> s_rows, a0_rows, a1_rows;  // [items] its scores and its two accumulators
 };
 
-// Slot-list row length of a tile's scratch (a query sees at most prefix + new keys; +16 for tails).
-inline int64_t tile_stride(const AttentionArgs& a) { return int64_t(a.prefix_len) + a.n_new + 16; }
 // Keys per block: a block's K rows fit in L1.
 inline int tile_block(int D) { return std::max(16, (32768 / (4 * D)) & ~15); }
 
@@ -85,7 +83,7 @@ inline int tile_block(int D) { return std::max(16, (32768 / (4 * D)) & ~15); }
 int plan_tile(const AttentionArgs& a, const uint8_t* mask, int i0, int i1, int items, TileScratch& sc, int* n,
               int* ident) {
   const int nq = i1 - i0;  // at most 64: the callers' arrays
-  const int64_t stride = tile_stride(a);
+  const int64_t stride = row_stride(a);
   if (sc.slots.size() < size_t(nq) * stride) sc.slots.resize(size_t(nq) * stride);
   if (sc.scores.size() < size_t(items) * stride) sc.scores.resize(size_t(items) * stride);
   sc.acc.assign(size_t(items) * 2 * a.head_dim, 0.0f);
@@ -95,12 +93,30 @@ int plan_tile(const AttentionArgs& a, const uint8_t* mask, int i0, int i1, int i
     int32_t* sl = sc.slots.data() + int64_t(t) * stride;
     for (int s = 0; s < a.prefix_len; ++s) sl[s] = s;
     n[t] = collect_new_slots(a, mask, i0 + t, sl);
-    int c = a.prefix_len;
-    while (c < n[t] && sl[c] == c) ++c;
-    ident[t] = c;
+    ident[t] = identity_run(sl, a.prefix_len, n[t]);
     max_n = std::max(max_n, n[t]);
   }
   return max_n;
+}
+
+// The tile's item tables (query row, score row, accumulators of items (query i0 + it / group, head
+// h0 + it % group)) and its shared positions: [0, shared) are slots 0, 1, ... for every query (the
+// committed prefix at least), so each of their K/V rows is read once for a group of items. Even, so the
+// even/odd V accumulators carry on into each item's own positions.
+int plan_shared(const AttentionArgs& a, const float* q, int i0, int i1, int h0, int group, int max_n, const int* ident,
+                TileScratch& sc) {
+  const int items = (i1 - i0) * group, D = a.head_dim;
+  const int64_t stride = row_stride(a);
+  int shared = max_n;
+  for (int t = 0; t < i1 - i0; ++t) shared = std::min(shared, ident[t]);
+  sc.q_rows.resize(items), sc.s_rows.resize(items), sc.a0_rows.resize(items), sc.a1_rows.resize(items);
+  for (int it = 0; it < items; ++it) {
+    sc.q_rows[it] = q + (int64_t(i0 + it / group) * a.n_heads + h0 + it % group) * D;
+    sc.s_rows[it] = sc.scores.data() + int64_t(it) * stride;
+    sc.a0_rows[it] = sc.acc.data() + int64_t(it) * 2 * D;
+    sc.a1_rows[it] = sc.a0_rows[it] + D;
+  }
+  return shared & ~1;
 }
 
 // One tile = queries [i0, i1) x query heads [h0, h1) of kv head g. Each item (query, head) runs
@@ -111,26 +127,11 @@ __attribute__((target("avx512f"))) void attend_tile_avx512(const AttentionArgs& 
                                                            const float* q, const KV* kh, const KV* vh, float* o,
                                                            int i0, int i1, int h0, int h1, TileScratch& sc) {
   const int D = a.head_dim, group = h1 - h0, items = (i1 - i0) * group;
-  const int64_t stride = tile_stride(a);
+  const int64_t stride = row_stride(a);
   const int block = tile_block(D);
   int n[64], ident[64];
   const int max_n = plan_tile(a, mask, i0, i1, items, sc, n, ident);
-  auto item_q = [&](int it) { return q + (int64_t(i0 + it / group) * a.n_heads + h0 + it % group) * D; };
-  const __m512 sc_v = _mm512_set1_ps(a.scale);
-  // Positions [0, shared) are slots 0, 1, ... for every query of the tile (the committed prefix at
-  // least), so each of their K/V rows is read once for a group of items. Even, so the even/odd
-  // accumulator sequence of step 3 carries on into each item's own positions.
-  int shared = max_n;
-  for (int t = 0; t < i1 - i0; ++t) shared = std::min(shared, ident[t]);
-  shared &= ~1;
-  sc.q_rows.resize(items), sc.s_rows.resize(items), sc.a0_rows.resize(items), sc.a1_rows.resize(items);
-  for (int it = 0; it < items; ++it) {
-    sc.q_rows[it] = item_q(it);
-    sc.s_rows[it] = sc.scores.data() + int64_t(it) * stride;
-    sc.a0_rows[it] = sc.acc.data() + int64_t(it) * 2 * D;
-    sc.a1_rows[it] = sc.a0_rows[it] + D;
-  }
-  const KV* kp[16];
+  const int shared = plan_shared(a, q, i0, i1, h0, group, max_n, ident, sc);
   // 1. scores
   for (int b0 = 0; b0 < max_n; b0 += block) {
     const int s1 = std::min(b0 + block, shared);
@@ -139,21 +140,9 @@ __attribute__((target("avx512f"))) void attend_tile_avx512(const AttentionArgs& 
         scores_shared_range<decltype(g)::value>(sc.q_rows.data() + j0, kh, b0, s1, D, a.scale, sc.s_rows.data() + j0);
       });
     for (int it = 0; it < items; ++it) {
-      const int t = it / group, b1 = std::min(b0 + block, n[t]);
-      const int32_t* sl = sc.slots.data() + int64_t(t) * stride;
-      float* s = sc.s_rows[it];
-      for (int p0 = std::max(b0, shared); p0 < b1; p0 += 16) {
-        const int nk = std::min(16, b1 - p0);
-        __m512 sv;
-        if (p0 + 16 <= ident[t]) {  // 16 keys in consecutive rows
-          const KV* kb = kh + int64_t(p0) * D;
-          sv = scores16(sc.q_rows[it], [kb, D](int k) { return kb + int64_t(k) * D; }, D);
-        } else {
-          for (int k = 0; k < 16; ++k) kp[k] = kh + int64_t(sl[p0 + (k < nk ? k : 0)]) * D;
-          sv = scores16(sc.q_rows[it], [&kp](int k) { return kp[k]; }, D);
-        }
-        _mm512_mask_storeu_ps(s + p0, tail_mask(nk), _mm512_mul_ps(sv, sc_v));
-      }
+      const int t = it / group;
+      item_scores(sc.q_rows[it], kh, sc.slots.data() + int64_t(t) * stride, ident[t], std::max(b0, shared),
+                  std::min(b0 + block, n[t]), D, a.scale, sc.s_rows[it]);
     }
   }
   // 2. max, exp, sum per item
@@ -334,26 +323,14 @@ __attribute__((target("avx2,fma,f16c"))) void attend_tile_avx2(const AttentionAr
                                                                const float* q, const KV* kh, const KV* vh, float* o,
                                                                int i0, int i1, int h0, int h1, TileScratch& sc) {
   const int D = a.head_dim, group = h1 - h0, items = (i1 - i0) * group;
-  const int64_t stride = tile_stride(a);
+  const int64_t stride = row_stride(a);
   const int block = tile_block(D);
   int n[64], ident[64];
   const int max_n = plan_tile(a, mask, i0, i1, items, sc, n, ident);
   auto row = [&](const KV* base, int t, int p) {
     return base + int64_t(p < ident[t] ? p : sc.slots[int64_t(t) * stride + p]) * D;
   };
-  // Positions [0, shared) are slots 0, 1, ... for every query (the committed prefix at least): each of
-  // their K/V rows is loaded and converted once for a group of items. Even, so the even/odd V
-  // accumulators carry on into each item's own positions.
-  int shared = max_n;
-  for (int t = 0; t < i1 - i0; ++t) shared = std::min(shared, ident[t]);
-  shared &= ~1;
-  sc.q_rows.resize(items), sc.s_rows.resize(items), sc.a0_rows.resize(items), sc.a1_rows.resize(items);
-  for (int it = 0; it < items; ++it) {
-    sc.q_rows[it] = q + (int64_t(i0 + it / group) * a.n_heads + h0 + it % group) * D;
-    sc.s_rows[it] = sc.scores.data() + int64_t(it) * stride;
-    sc.a0_rows[it] = sc.acc.data() + int64_t(it) * 2 * D;
-    sc.a1_rows[it] = sc.a0_rows[it] + D;
-  }
+  const int shared = plan_shared(a, q, i0, i1, h0, group, max_n, ident, sc);
   // 1. scores
   for (int b0 = 0; b0 < max_n; b0 += block) {
     const int s1 = std::min(b0 + block, shared);

@@ -22,6 +22,17 @@ inline int collect_new_slots(const AttentionArgs& a, const uint8_t* mask, int i,
   return n;
 }
 
+// Length of a query's slot list and of an item's score row (a query sees at most prefix + new keys;
+// +16 so masked 16-wide stores past the end stay inside).
+inline int64_t row_stride(const AttentionArgs& a) { return int64_t(a.prefix_len) + a.n_new + 16; }
+
+// End of the run of positions [from, n) whose slot is the position itself (sl[p] == p): their rows are
+// addressed directly, without lookups.
+inline int identity_run(const int32_t* sl, int from, int n) {
+  while (from < n && sl[from] == from) ++from;
+  return from;
+}
+
 // Calls f(std::integral_constant<int, G>, j0) for consecutive groups [j0, j0 + G) of `items`, G <= 4
 // and the groups as even as they can be (5 items: 3 + 2, 9: 3 + 3 + 3).
 template <typename F>
@@ -125,6 +136,27 @@ __attribute__((target("avx512f"))) void scores_shared_range(const float* const* 
       const __m512 sj = j == 0 ? sv : _mm512_permutexvar_ps(_mm512_add_epi32(iota, _mm512_set1_epi32(j * KB)), sv);
       _mm512_mask_storeu_ps(s[j] + p, tail_mask(nk), sj);
     }
+  }
+}
+
+// One item's scores over its positions [p0, p1): s[p] = score * scale. Positions below `ident` are
+// slots 0, 1, ... (rows addressed directly), the rest are looked up in its slot list sl.
+template <typename KV>
+__attribute__((target("avx512f"))) void item_scores(const float* qr, const KV* kh, const int32_t* sl, int ident,
+                                                     int p0, int p1, int D, float scale, float* s) {
+  const __m512 sc_v = _mm512_set1_ps(scale);
+  const KV* kp[16];
+  for (; p0 < p1; p0 += 16) {
+    const int nk = std::min(16, p1 - p0);
+    __m512 sv;
+    if (p0 + 16 <= ident) {  // 16 keys in consecutive rows
+      const KV* kb = kh + int64_t(p0) * D;
+      sv = scores16(qr, [kb, D](int k) { return kb + int64_t(k) * D; }, D);
+    } else {
+      for (int k = 0; k < 16; ++k) kp[k] = kh + int64_t(sl[p0 + (k < nk ? k : 0)]) * D;
+      sv = scores16(qr, [&kp](int k) { return kp[k]; }, D);
+    }
+    _mm512_mask_storeu_ps(s + p0, tail_mask(nk), _mm512_mul_ps(sv, sc_v));
   }
 }
 
@@ -232,7 +264,8 @@ __attribute__((target("avx512f"))) void pv_range(const KV* vh, const int32_t* sl
     pv_rows([vh, slots, D](int p) { return vh + int64_t(slots[p]) * D; }, e, split, p1, D, acc0, acc1);
 }
 
-// pv_shared_block over keys [0, n) and columns [d0, d0 + 16 NG) only.
+// pv_shared_block over keys [0, n) and columns [d0, d0 + 16 NG) only; a plain (not always_inline)
+// function, so the generic lambdas of for_item_groups, which lack the avx512f target, can call it.
 template <int G, int NG, typename KV>
 __attribute__((target("avx512f"))) void pv_shared_cols(const KV* vh, const float* const* e, int n, int D, int d0,
                                                         float* const* acc0, float* const* acc1) {

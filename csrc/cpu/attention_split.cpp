@@ -26,12 +26,12 @@ constexpr int kChunk = 256;          // keys per unit of the scores pass
 struct SplitScratch {
   std::vector<float> scores;   // [n_q * H][stride], by item (query i, head h): i * H + h
   std::vector<float> acc;      // [n_q * H][2][D]
-  std::vector<float> l;        // [n_q * H]
-  std::vector<int32_t> slots;  // [n_q][prefix + n_new]: each query's visible slots (the tail only is read)
+  std::vector<int32_t> slots;  // [n_q][stride]: each query's visible slots (the tail only is read)
   std::vector<int> n;          // [n_q] visible keys per query
-  // Per kv head g, its items (query i, head j of the group) at g * n_q * group + i * group + j:
+  // Per kv head g, its items (query i, head j of the group) at t = g * n_q * group + i * group + j:
   std::vector<const float*> q_rows;
   std::vector<float*> s_rows, a0_rows, a1_rows;
+  std::vector<float> l;  // [t] softmax denominators
 };
 
 // Scores of consecutive rows [p0, p1) of kv head kh for `items` items: s_rows[t][p].
@@ -43,20 +43,6 @@ __attribute__((target("avx512f"))) void shared_scores(const float* const* q_rows
   });
 }
 
-// One item's scores over its own positions [p0, n) (rows sl[p]), then its softmax numerators in place;
-// returns the denominator.
-template <typename KV>
-__attribute__((target("avx512f"))) float own_scores_and_softmax(const float* qr, const KV* kh, const int32_t* sl,
-                                                                int p0, int n, int D, float scale, float* s) {
-  const KV* kp[16];
-  for (int p = p0; p < n; p += 16) {
-    const int nk = std::min(16, n - p);
-    for (int k = 0; k < 16; ++k) kp[k] = kh + int64_t(sl[p + (k < nk ? k : 0)]) * D;
-    const __m512 sv = scores16(qr, [&kp](int k) { return kp[k]; }, D);
-    _mm512_mask_storeu_ps(s + p, tail_mask(nk), _mm512_mul_ps(sv, _mm512_set1_ps(scale)));
-  }
-  return exp_and_sum(s, n);
-}
 
 // Columns [d0, d0 + 16 NG) of the V sums of `items` items of kv head vh: shared rows [0, P) for all at
 // once, then each item's own positions [P, n) (rows sl[p]); normalized into out_rows.
@@ -82,12 +68,11 @@ template <typename KV>
 void run_split(const AttentionArgs& a, const float* q, const KV* k, const KV* v, float* o, int P, SplitScratch& sc,
                ThreadPool& pool) {
   const int D = a.head_dim, H = a.n_heads, group = H / a.n_kv_heads, nq = a.n_q, per_kv = nq * group;
-  const int64_t stride = int64_t(a.prefix_len) + a.n_new + 16, head_size = int64_t(a.capacity) * D;
-  const int64_t slot_stride = int64_t(a.prefix_len) + a.n_new;
-  // Item (i, h) is row i * H + h of q, o, scores, acc and l; the pointer tables list it by kv head.
+  const int64_t stride = row_stride(a), head_size = int64_t(a.capacity) * D;
+  // Item (i, h) is row i * H + h of q, o, scores and acc; the pointer tables (and l) list it by kv head.
   std::vector<const int32_t*> sl(nq);
   std::vector<float*> out_rows(size_t(nq) * H);
-  for (int i = 0; i < nq; ++i) sl[i] = sc.slots.data() + i * slot_stride;
+  for (int i = 0; i < nq; ++i) sl[i] = sc.slots.data() + i * stride;
   for (int g = 0; g < a.n_kv_heads; ++g)
     for (int i = 0; i < nq; ++i)
       for (int j = 0; j < group; ++j) {
@@ -114,22 +99,20 @@ void run_split(const AttentionArgs& a, const float* q, const KV* k, const KV* v,
     ThreadPool::split(int64_t(a.n_kv_heads) * per_kv, tid, nth, 1, &t0, &t1);
     for (int64_t t = t0; t < t1; ++t) {
       const int g = int(t / per_kv), i = int(t % per_kv) / group;
-      sc.l[size_t(i) * H + g * group + int(t % per_kv) % group] =
-          own_scores_and_softmax(sc.q_rows[t], k + g * head_size, sl[i], P, sc.n[i], D, a.scale, sc.s_rows[t]);
+      item_scores(sc.q_rows[t], k + g * head_size, sl[i], P, P, sc.n[i], D, a.scale, sc.s_rows[t]);
+      sc.l[t] = exp_and_sum(sc.s_rows[t], sc.n[i]);
     }
   });
   const int cols = D % 32 == 0 ? 32 : 16, col_units = D / cols;
   pool.run([&](int tid, int nth) {  // 3. V sums: units of (kv head, columns)
     int64_t u0, u1;
     ThreadPool::split(int64_t(a.n_kv_heads) * col_units, tid, nth, 1, &u0, &u1);
-    std::vector<float> l_rows(per_kv);
     for (int64_t u = u0; u < u1; ++u) {
       const int g = int(u / col_units), d0 = int(u % col_units) * cols;
       const int64_t t0 = int64_t(g) * per_kv;
-      for (int t = 0; t < per_kv; ++t) l_rows[t] = sc.l[size_t(t / group) * H + g * group + t % group];
       auto run = [&](auto ng) {
         value_columns<decltype(ng)::value>(sc.s_rows.data() + t0, sc.a0_rows.data() + t0, sc.a1_rows.data() + t0,
-                                           per_kv, group, v + g * head_size, P, sc.n.data(), sl.data(), l_rows.data(),
+                                           per_kv, group, v + g * head_size, P, sc.n.data(), sl.data(), sc.l.data() + t0,
                                            out_rows.data() + t0, D, d0);
       };
       if (cols == 32) run(std::integral_constant<int, 2>{}); else run(std::integral_constant<int, 1>{});
@@ -148,21 +131,19 @@ bool attention_split(const AttentionArgs& a, const float* q, const void* k, cons
     return false;
   thread_local SplitScratch sc;  // the caller's; the workers get pointers
   const int nq = a.n_q, H = a.n_heads;
-  const int64_t slot_stride = int64_t(a.prefix_len) + a.n_new;
-  sc.slots.resize(size_t(nq) * slot_stride);
+  const int64_t stride = row_stride(a);
+  sc.slots.resize(size_t(nq) * stride);
   sc.n.resize(nq);
   int P = a.prefix_len + a.n_new;  // keys every query sees as slots 0, 1, ... in order
   for (int i = 0; i < nq; ++i) {
-    int32_t* sl = sc.slots.data() + i * slot_stride;
+    int32_t* sl = sc.slots.data() + i * stride;
     sc.n[i] = collect_new_slots(a, mask, i, sl);  // writes the tail only; the prefix is never read here
-    int c = a.prefix_len;
-    while (c < sc.n[i] && sl[c] == c) ++c;
-    P = std::min(P, c);
+    P = std::min(P, identity_run(sl, a.prefix_len, sc.n[i]));
   }
   P &= ~1;  // even, so each item's even/odd V accumulators carry on into its own positions
   for (int i = 0; i < nq; ++i)  // own positions below the prefix's end (an odd prefix's last key)
-    for (int p = P; p < a.prefix_len; ++p) sc.slots[i * slot_stride + p] = p;
-  const int64_t items = int64_t(nq) * H, stride = slot_stride + 16;
+    for (int p = P; p < a.prefix_len; ++p) sc.slots[i * stride + p] = p;
+  const int64_t items = int64_t(nq) * H;
   if (sc.scores.size() < size_t(items * stride)) sc.scores.resize(size_t(items * stride));
   sc.acc.assign(size_t(items) * 2 * a.head_dim, 0.0f);
   sc.l.resize(items);
