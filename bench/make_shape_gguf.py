@@ -72,7 +72,7 @@ SHAPES = {
 }
 
 # File types: the type most tensors get; llama.cpp's ftype ids (general.file_type).
-FILE_TYPES = {"F16": (QT.F16, 1), "Q8_0": (QT.Q8_0, 7), "Q4_0": (QT.Q4_0, 2), "Q4_K_M": (QT.Q4_K, 15),
+FILE_TYPES = {"F16": (QT.F16, 1), "Q8_0": (QT.Q8_0, 7), "Q4_0": (QT.Q4_0, 2), "Q4_1": (QT.Q4_1, 3), "Q4_K_M": (QT.Q4_K, 15),
               "Q5_K_M": (QT.Q5_K, 17), "Q6_K": (QT.Q6_K, 18)}
 # A 256-block type on a row that is not a multiple of 256 falls back to a 32-block type (llama.cpp).
 K_FALLBACK = {QT.Q4_K: QT.Q5_0, QT.Q5_K: QT.Q5_1, QT.Q6_K: QT.Q8_0}
@@ -140,10 +140,11 @@ def tensors(s: Shape) -> list[tuple[str, tuple[int, ...], int]]:
 
 
 # Byte offsets of the f16 scale fields in one block (every other byte pattern is a valid block).
-SCALE_FIELDS = {QT.Q8_0: (0,), QT.Q4_0: (0,), QT.Q5_0: (0,), QT.Q5_1: (0, 2), QT.Q4_K: (0, 2), QT.Q5_K: (0, 2),
-                QT.Q6_K: (208,)}
+SCALE_FIELDS = {QT.Q8_0: (0,), QT.Q4_0: (0,), QT.Q4_1: (0, 2), QT.Q5_0: (0,), QT.Q5_1: (0, 2), QT.Q4_K: (0, 2),
+                QT.Q5_K: (0, 2), QT.Q6_K: (208,)}
 # Their value: weights of magnitude ~0.1 at most (K-quants multiply by 6-bit or int8 sub-block scales).
-BLOCK_SCALE = {QT.Q8_0: 1e-3, QT.Q4_0: 1e-2, QT.Q5_0: 5e-3, QT.Q5_1: 5e-3, QT.Q4_K: 1e-4, QT.Q5_K: 5e-5, QT.Q6_K: 1e-4}
+BLOCK_SCALE = {QT.Q8_0: 1e-3, QT.Q4_0: 1e-2, QT.Q4_1: 1e-2, QT.Q5_0: 5e-3, QT.Q5_1: 5e-3, QT.Q4_K: 1e-4, QT.Q5_K: 5e-5,
+               QT.Q6_K: 1e-4}
 
 
 def random_data(rng: np.random.Generator, t: QT, shape: tuple[int, ...], name: str = "") -> np.ndarray:
