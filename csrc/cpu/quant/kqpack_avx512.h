@@ -105,15 +105,29 @@ static void k45_rows(const Job& j, const int32_t* pairs, int64_t n, int64_t r0) 
 
 // Q6_K: as k45_rows; quants are 4 + 2 bits from two planes, 16-element sub-blocks (two per
 // 8 planes r), signed scales, and the + 32 of the stored quants taken out as 32 * (scales . sums).
+// Up to 4 rows keep every accumulator in registers. 8 rows (kWide) share each block's unpack, which
+// at ~9 ops per two vectors costs Q6_K more than its dot products at 4 rows: their float sums stay
+// in y and the low- and high-nibble sub-blocks run one after the other, so the int sums fit the
+// 32 registers. Integer adds in another order and the same float adds: the same bits.
 template <int RT>
 static void k6_rows(const Job& j, const int32_t* pairs, int64_t n, int64_t r0) {
+  constexpr bool kWide = RT > 4;
   const int64_t nb = j.k / 256;
   const uint8_t* src = j.wpack + size_t(n / 16) * size_t(nb) * kQ6KPackBlockBytes;
   const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
   const uint8_t* xq0 = reinterpret_cast<const uint8_t*>(j.act.qs + r0 * j.k);
-  __m512 acc[RT];
+  __m512 acc[kWide ? 1 : RT];
+  if constexpr (kWide) {
+    for (int t = 0; t < RT; ++t) _mm512_storeu_ps(j.y + (r0 + t) * j.n + n, _mm512_setzero_ps());
+  } else {
 #pragma GCC unroll 16
-  for (int t = 0; t < RT; ++t) acc[t] = _mm512_setzero_ps();
+    for (int t = 0; t < RT; ++t) acc[t] = _mm512_setzero_ps();
+  }
+  // scale of sub-block g: word g % 2 of pair g / 2, sign-extended
+  auto scale = [](const uint8_t* s, int g) {
+    const __m512i w = _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + 3072 + 32 * (g / 2))));
+    return g % 2 ? _mm512_srai_epi32(w, 16) : _mm512_srai_epi32(_mm512_slli_epi32(w, 16), 16);
+  };
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* s = src + b * kQ6KPackBlockBytes;
     kq_prefetch_next<kQ6KPackBlockBytes>(s);
@@ -126,32 +140,50 @@ static void k6_rows(const Job& j, const int32_t* pairs, int64_t n, int64_t r0) {
       for (int e = 0; e < 2; ++e)
 #pragma GCC unroll 2
         for (int rr = 0; rr < 2; ++rr) {  // sub-blocks 8h + 2e + rr (low nibbles), + 4 (high)
-          __m512i dl[RT], dh[RT];
-#pragma GCC unroll 16
-          for (int t = 0; t < RT; ++t) dl[t] = dh[t] = _mm512_setzero_si512();
-#pragma GCC unroll 4
-          for (int r = 4 * rr; r < 4 * rr + 4; ++r) {
+          const int gl = 8 * h + 2 * e + rr, gh = gl + 4;
+          // sub-block gl's quants (low nibbles) or gh's (high) of plane r
+          auto quants = [&](int r, bool high) {
             const __m512i v = _mm512_loadu_si512(s + 1024 * h + 512 * e + 64 * r);
             const __m512i qh = _mm512_loadu_si512(s + 2048 + 512 * h + 64 * r);
-            const __m512i lo = _mm512_or_si512(_mm512_and_si512(v, m4), _mm512_and_si512(_mm512_slli_epi16(qh, 4 - 2 * e), m30));
-            const __m512i hi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(v, 4), m4),
-                                               _mm512_and_si512(e ? _mm512_srli_epi16(qh, 2) : qh, m30));
+            if (!high) return _mm512_or_si512(_mm512_and_si512(v, m4), _mm512_and_si512(_mm512_slli_epi16(qh, 4 - 2 * e), m30));
+            return _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(v, 4), m4),
+                                   _mm512_and_si512(e ? _mm512_srli_epi16(qh, 2) : qh, m30));
+          };
+          auto xq = [&](int t, int r) { return xq0 + t * j.k + b * 256 + 128 * h + 32 * e + 4 * r; };
+          if constexpr (kWide) {
+#pragma GCC unroll 2
+            for (int half = 0; half < 2; ++half) {
+              __m512i d[RT];
 #pragma GCC unroll 16
-            for (int t = 0; t < RT; ++t) {
-              const uint8_t* xq = xq0 + t * j.k + b * 256 + 128 * h + 32 * e + 4 * r;
-              dl[t] = dpbusd_bcast(dl[t], lo, xq);
-              dh[t] = dpbusd_bcast(dh[t], hi, xq + 64);
+              for (int t = 0; t < RT; ++t) d[t] = _mm512_setzero_si512();
+#pragma GCC unroll 4
+              for (int r = 4 * rr; r < 4 * rr + 4; ++r) {
+                const __m512i q = quants(r, half);
+#pragma GCC unroll 16
+                for (int t = 0; t < RT; ++t) d[t] = dpbusd_bcast(d[t], q, xq(t, r) + 64 * half);
+              }
+              const __m512i sc = scale(s, half ? gh : gl);
+#pragma GCC unroll 16
+              for (int t = 0; t < RT; ++t) iv[t] = _mm512_add_epi32(iv[t], _mm512_mullo_epi32(d[t], sc));
             }
-          }
-          // scale of sub-block g: word g % 2 of pair g / 2, sign-extended
-          const int gl = 8 * h + 2 * e + rr, gh = gl + 4;
-          const __m512i wl = _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + 3072 + 32 * (gl / 2))));
-          const __m512i wh = _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + 3072 + 32 * (gh / 2))));
-          const __m512i sl = gl % 2 ? _mm512_srai_epi32(wl, 16) : _mm512_srai_epi32(_mm512_slli_epi32(wl, 16), 16);
-          const __m512i sh = gh % 2 ? _mm512_srai_epi32(wh, 16) : _mm512_srai_epi32(_mm512_slli_epi32(wh, 16), 16);
+          } else {
+            __m512i dl[RT], dh[RT];
 #pragma GCC unroll 16
-          for (int t = 0; t < RT; ++t)
-            iv[t] = _mm512_add_epi32(iv[t], _mm512_add_epi32(_mm512_mullo_epi32(dl[t], sl), _mm512_mullo_epi32(dh[t], sh)));
+            for (int t = 0; t < RT; ++t) dl[t] = dh[t] = _mm512_setzero_si512();
+#pragma GCC unroll 4
+            for (int r = 4 * rr; r < 4 * rr + 4; ++r) {
+              const __m512i lo = quants(r, false), hi = quants(r, true);
+#pragma GCC unroll 16
+              for (int t = 0; t < RT; ++t) {
+                dl[t] = dpbusd_bcast(dl[t], lo, xq(t, r));
+                dh[t] = dpbusd_bcast(dh[t], hi, xq(t, r) + 64);
+              }
+            }
+            const __m512i sl = scale(s, gl), sh = scale(s, gh);
+#pragma GCC unroll 16
+            for (int t = 0; t < RT; ++t)
+              iv[t] = _mm512_add_epi32(iv[t], _mm512_add_epi32(_mm512_mullo_epi32(dl[t], sl), _mm512_mullo_epi32(dh[t], sh)));
+          }
         }
     const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + 3328)));
 #pragma GCC unroll 16
@@ -164,10 +196,17 @@ static void k6_rows(const Job& j, const int32_t* pairs, int64_t n, int64_t r0) {
                                 _mm512_set1_epi32(pr[p]));
       const __m512i i = _mm512_sub_epi32(iv[t], _mm512_slli_epi32(c, 5));
       const __m512 dx = _mm512_set1_ps(j.act.d[(r0 + t) * j.act.d_per_row + b]);
-      acc[t] = _mm512_add_ps(acc[t], _mm512_mul_ps(_mm512_cvtepi32_ps(i), _mm512_mul_ps(dw, dx)));
+      const __m512 pv = _mm512_mul_ps(_mm512_cvtepi32_ps(i), _mm512_mul_ps(dw, dx));
+      if constexpr (kWide) {
+        float* y = j.y + (r0 + t) * j.n + n;
+        _mm512_storeu_ps(y, _mm512_add_ps(_mm512_loadu_ps(y), pv));
+      } else {
+        acc[t] = _mm512_add_ps(acc[t], pv);
+      }
     }
   }
-  for (int t = 0; t < RT; ++t) _mm512_storeu_ps(j.y + (r0 + t) * j.n + n, acc[t]);
+  if constexpr (!kWide)
+    for (int t = 0; t < RT; ++t) _mm512_storeu_ps(j.y + (r0 + t) * j.n + n, acc[t]);
 }
 
 template <WKind K, int RT>
@@ -182,8 +221,10 @@ void cols_kq_packed(const Job& j, int64_t n0, int64_t n1) {
   const int64_t full = j.wpack ? n0 + (n1 - n0) / 16 * 16 : n0;
   if (full > n0) {
     const int32_t* pairs = kq_sum_pairs<K>(j);
-    for (int64_t n = n0; n < full; n += 16) {  // 4 rows a pass; the group stays in cache for the next
+    for (int64_t n = n0; n < full; n += 16) {  // 4 rows a pass (Q6_K: 8); the group stays in cache for the next
       int64_t r = 0;
+      if constexpr (K == kQ6_K)  // Q4_K / Q5_K at 8 rows: within 4 % either way (their unpack is cheap)
+        for (; r + 8 <= j.t; r += 8) kq_rows<K, 8>(j, pairs, n, r);
       for (; r + 4 <= j.t; r += 4) kq_rows<K, 4>(j, pairs, n, r);
       if (j.t - r == 3) kq_rows<K, 3>(j, pairs, n, r);
       if (j.t - r == 2) kq_rows<K, 2>(j, pairs, n, r);
