@@ -10,8 +10,8 @@ pp512 (--prompt 512; 0 skips it): one forward over 512 prompt tokens, llama-benc
 eyas's prefill (chunks of 256 rows, logits of the last row only).
 Decode is a stream of the weights, so each tg row also gives the roofline measured in the same
 round: the machine's read bandwidth (`read_bandwidth`, right before and right after the round's two
-decode runs, their mean) over the bytes one step reads (`Transformer.weight_bytes` plus the KV rows
-of the average context), and each engine's share of it. On a shared machine the bandwidth moves by
+decode runs, their mean) over the bytes one step reads (`Transformer.weight_bytes`, a hybrid model's
+recurrent state, and the KV rows of the average context), and each engine's share of it. On a shared machine the bandwidth moves by
 tens of percent within minutes, so a roofline share only means something against its own round.
 llama.cpp is not a dependency of eyas: build it with ../shared/tools/build-llama-peers.
 """
@@ -69,14 +69,19 @@ def read_bandwidth(buf: np.ndarray, threads: int, reps: int = 3) -> float:
 
 
 def step_bytes(m, tokens: int) -> float:
-    """Bytes a decode step reads on average over a tg run from an empty context: the weights, and
-    the KV rows of the context (one prompt token, then `tokens` steps)."""
+    """Bytes a decode step reads on average over a tg run from an empty context: the weights, the
+    fixed-size recurrent state of hybrid layers (Gated DeltaNet), and the KV rows of the context (one
+    prompt token, then `tokens` steps). State sizes at lengths 1 and 2 tell the two apart."""
     m.reset()
-    m.forward(np.array([1], np.int32), logits="none")
-    m.commit(np.zeros(1, np.int32))
-    per_token = m.state_bytes
+    sizes = []
+    for _ in range(2):
+        m.forward(np.array([1], np.int32), logits="none")
+        m.commit(np.zeros(1, np.int32))
+        sizes.append(m.state_bytes)
     m.reset()
-    return m.weight_bytes + per_token * (1 + tokens / 2)
+    per_token = sizes[1] - sizes[0]
+    fixed = sizes[0] - per_token
+    return m.weight_bytes + fixed + per_token * (1 + tokens / 2)
 
 
 def eyas_tg(m, tokens: int, repeats: int) -> float:
@@ -127,7 +132,7 @@ def main():
           f"{_core.ops.get_isa()}, other kernels {simd}  {args.repeats} runs per side and round")
     buf = np.arange((1 << 30) // 8, dtype=np.int64)  # 1 GiB: the bandwidth probe's cold buffer
     per_step = step_bytes(m, args.tokens)
-    print(f"a decode step reads {per_step / 1e6:.1f} MB (weights {m.weight_bytes / 1e6:.1f} MB + average KV)")
+    print(f"a decode step reads {per_step / 1e6:.1f} MB (weights {m.weight_bytes / 1e6:.1f} MB + recurrent state + average KV)")
     print("round | test | llama.cpp tok/s | eyas tok/s | eyas / llama.cpp | read GB/s | roofline tok/s "
           "| llama.cpp % roofline | eyas % roofline")
     print("--- | --- | --- | --- | --- | --- | --- | --- | ---")
