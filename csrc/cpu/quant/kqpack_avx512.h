@@ -26,17 +26,17 @@ static inline int32_t* kq_sum_pairs(const Job& j) {
   return out;
 }
 
-// Requests the pack block after the one at p (Bytes long) while this one computes. One stream per
-// core with this prefetch streams faster than several (the Q4 pack path's kQ4Streams): 8192x2048
-// cold at T = 1, 1 thread, Zen 5: Q4_K 25-30 GB/s against 15-26, Q6_K 28-30 against 17. The Q5_K and
-// Q6_K blocks (2,880 and 3,360 bytes) go to L2: on Zen 4 their 44-53 L1 requests a block stalled the
-// stream (cold, 1 / 2 threads: Q6_K 7.4-7.6 / 12.5 -> 16-17 / 18-22 GB/s, Q5_K 8-13 / 13-15 -> 15-20 /
-// 21-28); Q4_K's (2,368) stay in L1, where they stream as fast or faster.
+// Requests the pack block after the one at p (Bytes long) into L2 while this one computes. One
+// stream per core with this prefetch streams faster than several (the Q4 pack path's kQ4Streams):
+// 8192x2048 cold at T = 1, 1 thread, Zen 5: Q4_K 25-30 GB/s against 15-26, Q6_K 28-30 against 17.
+// Into L1, the 44-53 requests of a Q5_K or Q6_K block stalled the stream on Zen 4 (cold, 1 / 2 threads:
+// Q6_K 7.4-7.6 / 12.5 -> 16-17 / 18-22 GB/s, Q5_K 8-13 / 13-15 -> 15-20 / 21-28), and Q4_K's on an Intel
+// Xeon (bench_matmul cold, 2 threads, 16384x2048 T = 1 / 8: 851-861 / 1,428-1,678 -> 686-750 /
+// 1,243-1,295 us; SmolLM2-1.7B Q4_K_M decode step 43.5-44.4 -> 41.4-43.6 ms), where Zen 4 had it even.
 template <int Bytes>
 static inline void kq_prefetch_next(const uint8_t* p) {
-  constexpr _mm_hint hint = Bytes > kQ4KPackBlockBytes ? _MM_HINT_T1 : _MM_HINT_T0;
 #pragma GCC unroll 64
-  for (int l = 0; l < (Bytes + 63) / 64; ++l) _mm_prefetch(reinterpret_cast<const char*>(p + Bytes + 64 * l), hint);
+  for (int l = 0; l < (Bytes + 63) / 64; ++l) _mm_prefetch(reinterpret_cast<const char*>(p + Bytes + 64 * l), _MM_HINT_T1);
 }
 
 // Q4_K / Q5_K: RT rows x the 16 columns from n.
