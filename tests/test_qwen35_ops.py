@@ -221,6 +221,22 @@ def test_threaded_kernels_give_the_bits_of_one_thread(threads):
     assert np.array_equal(o, want[2][:9])
 
 
+def test_conv_splits_one_row_across_threads_with_the_bits_of_one_thread(threads):
+    """A decode step's single row is split by chunks of channels (1,200 channels: two whole chunks and
+    a partial one); every thread count and every row count gives the same bits."""
+    c, n = 1200, 5
+    rng = np.random.default_rng(11)
+    u = rng.standard_normal((n, c)).astype(f32)
+    w, conv = rng.standard_normal((c, K)).astype(f32), rng.standard_normal((K - 1, c)).astype(f32)
+    chain = np.arange(-1, n - 1, dtype=i32)
+    _core.set_num_threads(1)
+    want = ops.gdn_conv(u, chain, conv, w)
+    for nt in (1, 2, 3):
+        _core.set_num_threads(nt)
+        assert np.array_equal(ops.gdn_conv(u, chain, conv, w), want), nt
+        assert np.array_equal(ops.gdn_conv(u[:1], chain[:1], conv, w), want[:1]), nt
+
+
 def test_every_simd_level_gives_the_core_the_same_bits():
     """The delta rule runs vectorized for each instruction set (AVX-512, AVX2, baseline); its loops sum
     nothing across lanes and fuse nothing, so a tree's and a chain's outputs and final state are the
