@@ -263,3 +263,29 @@ def test_avx2_tile_shared_prefix_equals_scalar(heads, d, half):
     finally:
         _core.ops._force_scalar(False)
         _core.set_num_threads(threads)
+
+
+@pytest.mark.parametrize("heads", [(9, 3), (8, 2), (4, 4)], ids=lambda h: f"{h[0]}/{h[1]}")
+@pytest.mark.parametrize("d", [64, 80, 128])
+def test_f16_prefill_keys_in_lanes_equals_decode_and_scalar(heads, d):
+    # A prefill chunk (>= 16 queries) over an F16 cache converts it once and scores the tiles' shared
+    # prefix from transposed 16-key blocks (keys in lanes, attention_blocks.h scores_kt16), partial
+    # blocks included; every row must equal a T=1 decode at its position and the scalar reference.
+    rng = np.random.default_rng(d * 7 + heads[0])
+    threads = _core.get_num_threads()
+    try:
+        for prefix_len, n in [(0, 40), (37, 24), (300, 17)]:
+            a = make_inputs(rng, n, heads[0], heads[1], d, prefix_len, "causal")
+            k, v = a["k"].astype(np.float16), a["v"].astype(np.float16)
+            _core.set_num_threads(2)
+            pre = _core.ops.attention(a["q"], k, v, prefix_len)
+            _core.ops._force_scalar(True)
+            scalar = _core.ops.attention(a["q"], k, v, prefix_len)
+            _core.ops._force_scalar(False)
+            assert np.array_equal(pre, scalar), f"prefix {prefix_len}: SIMD vs scalar"
+            for i in range(n):
+                dec = _core.ops.attention(a["q"][i:i + 1], k, v, prefix_len + i)
+                assert np.array_equal(pre[i], dec[0]), f"prefix {prefix_len}, row {i}"
+    finally:
+        _core.ops._force_scalar(False)
+        _core.set_num_threads(threads)

@@ -122,10 +122,12 @@ int plan_shared(const AttentionArgs& a, const float* q, int i0, int i1, int h0, 
 // One tile = queries [i0, i1) x query heads [h0, h1) of kv head g. Each item (query, head) runs
 // exactly attend_scalar's operations; the tile only interleaves items block by block so a block of
 // K/V rows is read from memory once for all of them instead of once per item.
+// kt: the kv head's K rows as transposed 16-key blocks (attention()'s conversion pass), or null.
 template <typename KV>
 __attribute__((target("avx512f"))) void attend_tile_avx512(const AttentionArgs& a, const uint8_t* mask,
                                                            const float* q, const KV* kh, const KV* vh, float* o,
-                                                           int i0, int i1, int h0, int h1, TileScratch& sc) {
+                                                           int i0, int i1, int h0, int h1, TileScratch& sc,
+                                                           const float* kt) {
   const int D = a.head_dim, group = h1 - h0, items = (i1 - i0) * group;
   const int64_t stride = row_stride(a);
   const int block = tile_block(D);
@@ -137,7 +139,11 @@ __attribute__((target("avx512f"))) void attend_tile_avx512(const AttentionArgs& 
     const int s1 = std::min(b0 + block, shared);
     if (s1 > b0)
       for_item_groups(items, [&](auto g, int j0) {
-        scores_shared_range<decltype(g)::value>(sc.q_rows.data() + j0, kh, b0, s1, D, a.scale, sc.s_rows.data() + j0);
+        constexpr int G = decltype(g)::value;
+        if (kt)
+          scores_kt_range<G>(sc.q_rows.data() + j0, kt, b0, s1, D, a.scale, sc.s_rows.data() + j0);
+        else
+          scores_shared_range<G>(sc.q_rows.data() + j0, kh, b0, s1, D, a.scale, sc.s_rows.data() + j0);
       });
     for (int it = 0; it < items; ++it) {
       const int t = it / group;
@@ -424,16 +430,18 @@ TileUnits tile_units(const AttentionArgs& a, int nth, int64_t spread) {
 }
 
 // Unit u (< tile_units(...).count) of one call.
+// kt: every kv head's transposed K blocks ([kv head][block][D][16], kt_head floats a head), or null.
 template <typename KV>
 void run_unit(const AttentionArgs& a, const float* q, const KV* k, const KV* v, const uint8_t* mask, float* o,
-              const TileUnits& tu, int64_t u, bool simd512, TileScratch& scratch) {
+              const TileUnits& tu, int64_t u, bool simd512, TileScratch& scratch, const float* kt = nullptr,
+              int64_t kt_head = 0) {
   const int D = a.head_dim, group = a.n_heads / a.n_kv_heads;
   const int g = int(u / (tu.tiles * tu.parts)), tile = int(u / tu.parts % tu.tiles), part = int(u % tu.parts);
   const int i0 = tile * tu.per_tile, i1 = std::min(a.n_q, i0 + tu.per_tile);
   const int h0 = g * group + part * group / tu.parts, h1 = g * group + (part + 1) * group / tu.parts;
   const int64_t kv_off = int64_t(g) * a.capacity * D;
   if (simd512)
-    attend_tile_avx512(a, mask, q, k + kv_off, v + kv_off, o, i0, i1, h0, h1, scratch);
+    attend_tile_avx512(a, mask, q, k + kv_off, v + kv_off, o, i0, i1, h0, h1, scratch, kt ? kt + g * kt_head : nullptr);
   else
     attend_tile_avx2(a, mask, q, k + kv_off, v + kv_off, o, i0, i1, h0, h1, scratch);
 }
@@ -445,7 +453,7 @@ int64_t attention_macs(const AttentionArgs& a) { return int64_t(a.n_q) * a.n_hea
 
 template <typename KV>
 static void attention_kv(const AttentionArgs& a, const float* q, const KV* k, const KV* v, const uint8_t* mask, float* o,
-                  ThreadPool& pool) {
+                  ThreadPool& pool, const float* kt = nullptr, int64_t kt_head = 0) {
   const int D = a.head_dim, group = a.n_heads / a.n_kv_heads;
 #if EYAS_X86
   const bool simd512 = use_avx512();
@@ -455,7 +463,7 @@ static void attention_kv(const AttentionArgs& a, const float* q, const KV* k, co
       int64_t u0, u1;
       ThreadPool::split(tu.count, tid, nth, 1, &u0, &u1);
       thread_local TileScratch scratch;
-      for (int64_t u = u0; u < u1; ++u) run_unit(a, q, k, v, mask, o, tu, u, simd512, scratch);
+      for (int64_t u = u0; u < u1; ++u) run_unit(a, q, k, v, mask, o, tu, u, simd512, scratch, kt, kt_head);
     };
     if (attention_macs(a) < kMinMacsForThreads) body(0, 1); else pool.run(body);
     return;
@@ -499,6 +507,29 @@ __attribute__((target("avx512f"))) static void rows_to_f32(const uint16_t* h, in
     for (int d = 0; d < D; d += 16) _mm512_storeu_ps(dst + d, load16(src + d));
   }
 }
+
+// Blocks [b0, b1) of every kv head's first `rows` K rows (F16 cache [heads, capacity, D]), each 16 rows
+// transposed to float [D][16] (rows past `rows` zero): out[(head * blocks + b) * 16 D + d * 16 + k]. The
+// tile path's shared-prefix scores read them with the keys in lanes (scores_kt16).
+__attribute__((target("avx512f"))) static void k_blocks_transposed(const uint16_t* h, int capacity, int rows, int D,
+                                                                  int64_t b0, int64_t b1, float* out) {
+  const int64_t blocks = (rows + 15) / 16;
+  alignas(64) float tmp[16][kMaxHeadDim];
+  for (int64_t b = b0; b < b1; ++b) {
+    const int64_t head = b / blocks, r0 = b % blocks * 16;
+    for (int k = 0; k < 16; ++k) {
+      const uint16_t* src = h + (head * capacity + r0 + k) * int64_t(D);
+      for (int d = 0; d < D; d += 16)
+        _mm512_storeu_ps(tmp[k] + d, r0 + k < rows ? load16(src + d) : _mm512_setzero_ps());
+    }
+    float* dst = out + b * 16 * int64_t(D);
+    for (int d = 0; d < D; ++d) {
+      const __m512i idx = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+      _mm512_storeu_ps(dst + d * 16, _mm512_i32gather_ps(_mm512_add_epi32(_mm512_mullo_epi32(idx, _mm512_set1_epi32(kMaxHeadDim)),
+                                                                          _mm512_set1_epi32(d)), &tmp[0][0], 4));
+    }
+  }
+}
 #endif
 
 void attention(const AttentionArgs& a, const float* q, const void* k, const void* v, bool kv_f16, const uint8_t* mask,
@@ -513,18 +544,22 @@ void attention(const AttentionArgs& a, const float* q, const void* k, const void
   const int rows = a.prefix_len + a.n_new;
   const size_t n = size_t(a.n_kv_heads) * rows * a.head_dim;
   if (use_avx512() && a.n_q >= kMinQueriesToConvert && rows > 0 && n <= kMaxConvertedValues) {
-    thread_local std::vector<float> k32, v32;
+    const int64_t blocks = (rows + 15) / 16, kt_head = blocks * 16 * a.head_dim;
+    thread_local std::vector<float> k32, v32, kt32;
     if (k32.size() < n) k32.resize(n), v32.resize(n);
-    float *kf = k32.data(), *vf = v32.data();  // thread_local: the workers must get the pointers
-    pool.run([&](int tid, int nth) {           // split by rows across threads
-      int64_t r0, r1;
+    if (kt32.size() < size_t(a.n_kv_heads * kt_head)) kt32.resize(size_t(a.n_kv_heads * kt_head));
+    float *kf = k32.data(), *vf = v32.data(), *kt = kt32.data();  // thread_local: the workers must get the pointers
+    pool.run([&](int tid, int nth) {                                // split by rows across threads
+      int64_t r0, r1, b0, b1;
       ThreadPool::split(int64_t(a.n_kv_heads) * rows, tid, nth, 16, &r0, &r1);
       rows_to_f32(kh, a.capacity, rows, a.head_dim, r0, r1, kf);
       rows_to_f32(vh, a.capacity, rows, a.head_dim, r0, r1, vf);
+      ThreadPool::split(a.n_kv_heads * blocks, tid, nth, 1, &b0, &b1);
+      k_blocks_transposed(kh, a.capacity, rows, a.head_dim, b0, b1, kt);
     });
     AttentionArgs a32 = a;
     a32.capacity = rows;
-    return attention_kv(a32, q, kf, vf, mask, o, pool);
+    return attention_kv(a32, q, kf, vf, mask, o, pool, kt, kt_head);
   }
 #endif
   attention_kv(a, q, kh, vh, mask, o, pool);

@@ -139,6 +139,73 @@ __attribute__((target("avx512f"))) void scores_shared_range(const float* const* 
   }
 }
 
+// Scores of G items (query rows qr[j]) x the 16 keys of one transposed block kt[d * 16 + k] (key k's
+// row as column k): lane k of out[j] is item j's score of key k, unscaled. Keys sit in lanes, so
+// lane accumulator l of every key is one register, A_l = sum over c of q[c + l] * k[c + l] by FMA
+// from zero, and fold16's additions (A_l + A_l+8, then + 4, + 2, + 1) are vertical: scores16's
+// operations and bits without its transposing shuffles. Depth-first over the fold keeps ~6
+// registers per item.
+// b[j] = A_l + A_l+8 of item j over the 16 keys of block kt.
+template <int G>
+__attribute__((target("avx512f"), always_inline)) inline void kt_lane_pair(const float* const* qr, const float* kt,
+                                                                          int D, int l, __m512* b) {
+  __m512 lo[G], hi[G];
+#pragma GCC unroll 4
+  for (int j = 0; j < G; ++j) lo[j] = hi[j] = _mm512_setzero_ps();
+#pragma GCC unroll 8
+  for (int c = 0; c < D; c += 16) {
+    const __m512 kl = _mm512_loadu_ps(kt + (c + l) * 16), kh = _mm512_loadu_ps(kt + (c + l + 8) * 16);
+#pragma GCC unroll 4
+    for (int j = 0; j < G; ++j) {
+      lo[j] = _mm512_fmadd_ps(_mm512_set1_ps(qr[j][c + l]), kl, lo[j]);
+      hi[j] = _mm512_fmadd_ps(_mm512_set1_ps(qr[j][c + l + 8]), kh, hi[j]);
+    }
+  }
+#pragma GCC unroll 4
+  for (int j = 0; j < G; ++j) b[j] = _mm512_add_ps(lo[j], hi[j]);
+}
+
+// Fold level `step` (4: C_l = B_l + B_l+4, 2: D_l = C_l + C_l+2, 1: the score D_0 + D_1) of lane l, depth first.
+template <int G, int Step>
+__attribute__((target("avx512f"), always_inline)) inline void kt_fold(const float* const* qr, const float* kt, int D,
+                                                                     int l, __m512* out) {
+  __m512 x[G], y[G];
+  if constexpr (Step == 4) {
+    kt_lane_pair<G>(qr, kt, D, l, x), kt_lane_pair<G>(qr, kt, D, l + 4, y);
+  } else {
+    kt_fold<G, Step * 2>(qr, kt, D, l, x), kt_fold<G, Step * 2>(qr, kt, D, l + Step, y);
+  }
+#pragma GCC unroll 4
+  for (int j = 0; j < G; ++j) out[j] = _mm512_add_ps(x[j], y[j]);
+}
+
+// Scores of G items (query rows qr[j]) x the 16 keys of one transposed block kt[d * 16 + k] (key k's
+// row as column k): lane k of out[j] is item j's score of key k, unscaled. Keys sit in lanes, so
+// lane accumulator l of every key is one register, A_l = sum over c of q[c + l] * k[c + l] by FMA
+// from zero, and fold16's additions (A_l + A_l+8, then + 4, + 2, + 1) are vertical: scores16's
+// operations and bits without its transposing shuffles. Depth first, the fold keeps ~6 registers
+// per item.
+template <int G>
+__attribute__((target("avx512f"), always_inline)) inline void scores_kt16(const float* const* qr, const float* kt, int D,
+                                                                         __m512* out) {
+  kt_fold<G, 1>(qr, kt, D, 0, out);
+}
+
+// Shared positions [p0, p1) (p0 a multiple of 16) of G items from the transposed K blocks of their kv
+// head (kt: block p / 16 at kt + p * D): s[j][p] = score * scale.
+template <int G>
+__attribute__((target("avx512f"))) void scores_kt_range(const float* const* qr, const float* kt, int p0, int p1, int D,
+                                                         float scale, float* const* s) {
+  const __m512 sc_v = _mm512_set1_ps(scale);
+  for (int p = p0; p < p1; p += 16) {
+    __m512 out[G];
+    scores_kt16<G>(qr, kt + int64_t(p) * D, D, out);
+    const __mmask16 mk = tail_mask(std::min(16, p1 - p));
+#pragma GCC unroll 4
+    for (int j = 0; j < G; ++j) _mm512_mask_storeu_ps(s[j] + p, mk, _mm512_mul_ps(out[j], sc_v));
+  }
+}
+
 // One item's scores over its positions [p0, p1): s[p] = score * scale. Positions below `ident` are
 // slots 0, 1, ... (rows addressed directly), the rest are looked up in its slot list sl.
 template <typename KV>
