@@ -280,6 +280,31 @@ def test_fixed_cost_chooser_drafts_less_at_long_context():
         DepthChooser(3).set_fixed_cost(fixed_cost)
 
 
+def test_fixed_cost_chooser_explores_a_first_draft_after_an_early_rejection():
+    """Under sampling one rejected first draft must not settle a long document on plain steps: with
+    few tries the draft-or-plain choice is optimistic, so content the drafter predicts 2 times in 3
+    is drafted within a few rounds; a drafter that is never right gets only a few tries."""
+    from eyas.speculative.adaptive import fixed_cost
+
+    cost = lambda d: fixed_cost(d, 0.47)  # ~2K tokens of context on the default model: c(1) ~1.45
+    # accepted in rounds 2 and 3 of every 3 (2/3), rejected first
+    c = DepthChooser(3, cost=cost)
+    outcomes = iter([0, 1, 1] * 100)
+    picks = run(c, 60, accepted_of=lambda d: next(outcomes) if d else 0, cost_of=lambda d: 0.0)
+    assert picks[:3] == [1, 1, 1], picks[:6]  # the rejection in round 1 does not stop the drafts
+    assert picks[-20:].count(0) <= 2
+
+    # the old rule: no optimism, so the first rejection meant plain steps until a probe
+    old = DepthChooser(3, cost=cost)
+    old.EXPLORE_TRIES = 0.0
+    outcomes = iter([0, 1, 1] * 100)
+    assert run(old, 3, accepted_of=lambda d: next(outcomes) if d else 0, cost_of=lambda d: 0.0)[1] == 0
+
+    never = DepthChooser(3, cost=cost)
+    picks = run(never, 40, accepted_of=lambda d: 0, cost_of=lambda d: 0.0)
+    assert sum(1 for d in picks[:16] if d) <= 3, picks[:16]
+
+
 def test_sampled_rounds_price_the_context(monkeypatch):
     """Under sampling the generator hands the chooser the fixed model at the current context:
     dearer after a long prompt, and a function of the committed length alone."""

@@ -49,6 +49,13 @@ class DepthChooser:
     # predicted to gain less than this loses as often as it wins.
     MARGIN = 0.05
 
+    # Under sampling nothing carries over from earlier requests, so each generation starts from the
+    # prior; until a first draft has this many (decayed) tries, the choice between drafting one token
+    # and a plain step takes p_1 one standard deviation up (optimism while uncertain): one rejected
+    # first draft no longer leaves a 2K-token document on plain steps (a first draft is accepted 66 %
+    # of the time there), and a drafter that is never right costs at most ~3 tries.
+    EXPLORE_TRIES = 6.0
+
     # The previous generation's acceptance counts as at most this many tries per position: enough to
     # start drafting where drafts paid, few enough that content the drafter misses (a chat after code)
     # turns it back to plain steps within a handful of rounds.
@@ -117,10 +124,20 @@ class DepthChooser:
             return (below[-1] if below else hi)[1]
         return lo[1] + (hi[1] - lo[1]) * (d - lo[0]) / (hi[0] - lo[0])
 
+    def optimistic_acceptance(self, j: int) -> float:
+        """p_j one standard deviation of its posterior up (Beta(accepted + 1, tried - accepted + 1))."""
+        p, n = self.acceptance(j), self.tried[j]
+        return min(1.0, p + (p * (1.0 - p) / (n + 3.0)) ** 0.5)
+
     def best(self) -> int:
         rates = [self.expected_tokens(d) / self._cost_estimate(d) for d in range(self.max_depth + 1)]
         d = max(range(1, self.max_depth + 1), key=lambda d: (rates[d], d))
-        return d if rates[d] > rates[0] * (1.0 + self.MARGIN) else 0
+        if rates[d] > rates[0] * (1.0 + self.MARGIN):
+            return d
+        if self.fixed and self.tried[1] < self.EXPLORE_TRIES:
+            if (1.0 + self.optimistic_acceptance(1)) / self._cost_estimate(1) > rates[0] * (1.0 + self.MARGIN):
+                return 1
+        return 0
 
     def choose(self) -> int:
         self.rounds += 1
