@@ -237,6 +237,32 @@ def test_conv_splits_one_row_across_threads_with_the_bits_of_one_thread(threads)
         assert np.array_equal(ops.gdn_conv(u[:1], chain[:1], conv, w), want[:1]), nt
 
 
+def test_every_simd_level_gives_the_conv_the_same_bits():
+    """The conv's silu runs 16 / 8 / 1 channels at a time with softmax_exp.h's exp, whose copies give the
+    same bits: so does the conv at every level, over a tree and for one decode row (1,203 channels: whole
+    vectors and a scalar tail), with large and tiny activations."""
+    rng = np.random.default_rng(13)
+    c, n = 1203, 6
+    u = (rng.standard_normal((n, c)) * rng.choice([1e-3, 1.0, 30.0], size=(n, c))).astype(f32)
+    w, conv = rng.standard_normal((c, K)).astype(f32), rng.standard_normal((K - 1, c)).astype(f32)
+    tree = np.array([-1, 0, 0, 1, 2, 4], i32)
+    levels = _core.ops._simd_levels()
+    results = {}
+    try:
+        for level in levels:
+            _core.ops._cap_simd(level)
+            results[level] = (ops.gdn_conv(u, tree, conv, w), ops.gdn_conv(u[:1], tree[:1], conv, w))
+    finally:
+        _core.ops._cap_simd(levels[-1])
+    assert len(levels) > 1 or levels == ["scalar"]
+    for level in levels[1:]:
+        for got, want in zip(results[level], results[levels[0]]):
+            assert np.array_equal(got.view(np.uint32), want.view(np.uint32)), level
+    # and it is silu: within float rounding of x / (1 + exp(-x)) in float64
+    x = (w[None, :, 0] * conv[0] + w[None, :, 1] * conv[1] + w[None, :, 2] * conv[2] + w[None, :, 3] * u[:1]).astype(np.float64)
+    np.testing.assert_allclose(results[levels[0]][1], x / (1 + np.exp(-x)), rtol=1e-5, atol=1e-6)
+
+
 def test_every_simd_level_gives_the_core_the_same_bits():
     """The delta rule runs vectorized for each instruction set (AVX-512, AVX2, baseline); its loops sum
     nothing across lanes and fuse nothing, so a tree's and a chain's outputs and final state are the
