@@ -490,7 +490,7 @@ static void attention_kv(const AttentionArgs& a, const float* q, const KV* k, co
 }
 
 #if EYAS_X86
-// Per thread, K and V converted for one call take at most 2 x 16 MB (longer contexts read the F16 rows
+// Per thread, K, V and the transposed K converted for one call take at most 3 x 16 MB (longer contexts read the F16 rows
 // per query, as decode does).
 constexpr size_t kMaxConvertedValues = size_t(4) << 20;
 // Below this many queries the conversion pass and its barrier cost more than they save
