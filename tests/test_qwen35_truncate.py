@@ -114,9 +114,19 @@ def test_hybrid_requests_batch_together_and_keep_their_bits(folder, family, samp
     its own recurrent state) and every request gets the tokens it gets alone."""
     model = api.load(folder, drafter_family=family, max_context=128)
     want = [fresh(model, model.encode_prompt(p), sampling, 10) for p in PROMPTS]
-    engine = engine_for(model, max_concurrency=3, max_queue=16, start=False)
-    got = collect(engine, [Request(model.encode_prompt(p), sampling, 10) for p in PROMPTS], start=True)
-    assert [g["tokens"] for g in got] == want
-    b = engine.batcher
-    assert b.widest >= 2 and b.batched_forwards > b.batches, (b.widest, b.batches, b.batched_forwards)
-    assert b.failed_batches == 0  # the batches ran as batches, not one by one after a refusal
+    # The tiny model's steps take microseconds: on a loaded 2-core machine one request's thread can
+    # finish before another's is scheduled (a CI run once saw every forward alone), so sharing forwards
+    # is asked of one run in up to five, as in test_server_engine; every run's outputs must be right.
+    seen = []
+    for _ in range(5):
+        engine = engine_for(model, max_concurrency=3, max_queue=16, start=False)
+        engine.batcher.wait_s = 0.05  # a longer patience lets a late sequence join
+        got = collect(engine, [Request(model.encode_prompt(p), sampling, 10) for p in PROMPTS], start=True)
+        assert [g["tokens"] for g in got] == want
+        b = engine.batcher
+        assert b.failed_batches == 0  # the batches ran as batches, not one by one after a refusal
+        seen.append((b.widest, b.batches, b.batched_forwards))
+        engine.shutdown()
+        if b.widest >= 2 and b.batched_forwards > b.batches:
+            break
+    assert seen[-1][0] >= 2 and seen[-1][2] > seen[-1][1], seen
