@@ -23,37 +23,55 @@ void for_range(int64_t n, ThreadPool& pool, F&& fn) {
   });
 }
 
-inline float silu_mul_1(float g, float u) { return g / (1.0f + exp_scalar(-g)) * u; }
+inline float silu_1(float x) { return x / (1.0f + exp_scalar(-x)); }
+inline float silu_mul_1(float g, float u) { return silu_1(g) * u; }
 inline float sigmoid_mul_1(float x, float g) { return x / (1.0f + exp_scalar(-g)); }
 
 #if EYAS_X86
+// x / (1 + exp(-g)) lane by lane: silu(x) when g is x, x * sigmoid(g) otherwise. The scalar helpers'
+// operations.
+__attribute__((target("avx512f"), always_inline)) inline __m512 over_one_plus_exp_neg16(__m512 x, __m512 g) {
+  return _mm512_div_ps(x, _mm512_add_ps(_mm512_set1_ps(1.0f), exp_avx512(_mm512_sub_ps(_mm512_setzero_ps(), g))));
+}
+__attribute__((target("avx2,fma"), always_inline)) inline __m256 over_one_plus_exp_neg8(__m256 x, __m256 g) {
+  return _mm256_div_ps(x, _mm256_add_ps(_mm256_set1_ps(1.0f), exp_avx2(_mm256_sub_ps(_mm256_setzero_ps(), g))));
+}
+
 // mode 0: silu(a) * b; mode 1: a * sigmoid(b). Same operations as the scalar helpers above.
 __attribute__((target("avx512f"))) void gated_avx512(int mode, const float* a, const float* b, float* y, int64_t n) {
-  const __m512 one = _mm512_set1_ps(1.0f), zero = _mm512_setzero_ps();
   for (int64_t i = 0; i < n; i += 16) {
     const __mmask16 m = tail_mask(int(n - i < 16 ? n - i : 16));
     const __m512 av = _mm512_maskz_loadu_ps(m, a + i), bv = _mm512_maskz_loadu_ps(m, b + i);
-    __m512 r;
-    if (mode == 0)
-      r = _mm512_mul_ps(_mm512_div_ps(av, _mm512_add_ps(one, exp_avx512(_mm512_sub_ps(zero, av)))), bv);
-    else
-      r = _mm512_div_ps(av, _mm512_add_ps(one, exp_avx512(_mm512_sub_ps(zero, bv))));
+    const __m512 r = mode == 0 ? _mm512_mul_ps(over_one_plus_exp_neg16(av, av), bv) : over_one_plus_exp_neg16(av, bv);
     _mm512_mask_storeu_ps(y + i, m, r);
   }
 }
 
 __attribute__((target("avx2,fma"))) void gated_avx2(int mode, const float* a, const float* b, float* y, int64_t n) {
-  const __m256 one = _mm256_set1_ps(1.0f), zero = _mm256_setzero_ps();
   for (int64_t i = 0; i < n; i += 8) {
     const __m256i m = tail_mask8(int(n - i < 8 ? n - i : 8));
     const __m256 av = _mm256_maskload_ps(a + i, m), bv = _mm256_maskload_ps(b + i, m);
-    __m256 r;
-    if (mode == 0)
-      r = _mm256_mul_ps(_mm256_div_ps(av, _mm256_add_ps(one, exp_avx2(_mm256_sub_ps(zero, av)))), bv);
-    else
-      r = _mm256_div_ps(av, _mm256_add_ps(one, exp_avx2(_mm256_sub_ps(zero, bv))));
+    const __m256 r = mode == 0 ? _mm256_mul_ps(over_one_plus_exp_neg8(av, av), bv) : over_one_plus_exp_neg8(av, bv);
     _mm256_maskstore_ps(y + i, m, r);
   }
+}
+
+__attribute__((target("avx512f"))) int64_t silu_avx512(float* y, int64_t n) {  // returns where it stopped
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512 x = _mm512_loadu_ps(y + i);
+    _mm512_storeu_ps(y + i, over_one_plus_exp_neg16(x, x));
+  }
+  return i;
+}
+
+__attribute__((target("avx2,fma"))) int64_t silu_avx2(float* y, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 x = _mm256_loadu_ps(y + i);
+    _mm256_storeu_ps(y + i, over_one_plus_exp_neg8(x, x));
+  }
+  return i;
 }
 #endif
 
@@ -85,6 +103,15 @@ void add(const ElementwiseArgs& a, const float* x, const float* b, float* y, Thr
       i += c1 - c0;
     }
   });
+}
+
+void silu_inplace(float* y, int64_t n) {
+  int64_t i = 0;
+#if EYAS_X86
+  if (use_avx512()) i = silu_avx512(y, n);
+  else if (use_avx2()) i = silu_avx2(y, n);
+#endif
+  for (; i < n; ++i) y[i] = silu_1(y[i]);
 }
 
 void silu_mul(const ElementwiseArgs& a, const float* g, const float* u, float* y, ThreadPool& pool) {

@@ -6,38 +6,12 @@
 #include <cmath>
 #include <vector>
 
+#include "cpu/elementwise.h"
 #include "cpu/softmax_exp.h"
 
 namespace eyas::cpu {
 
 namespace {
-
-// silu(y) = y / (1 + exp(-y)) in place over [0, n), with the exp that softmax and the gated
-// elementwise ops share (softmax_exp.h): its scalar and SIMD copies give the same bits, so every
-// level and lane split does (std::exp, scalar only, took ~6 ns a channel in a decode step's conv).
-void silu_inplace(float* y, int n) {
-  int i = 0;
-#if EYAS_X86
-  if (use_avx512()) {
-    [&]() __attribute__((target("avx512f"))) {
-      const __m512 one = _mm512_set1_ps(1.0f), zero = _mm512_setzero_ps();
-      for (; i + 16 <= n; i += 16) {
-        const __m512 x = _mm512_loadu_ps(y + i);
-        _mm512_storeu_ps(y + i, _mm512_div_ps(x, _mm512_add_ps(one, exp_avx512(_mm512_sub_ps(zero, x)))));
-      }
-    }();
-  } else if (use_avx2()) {
-    [&]() __attribute__((target("avx2,fma"))) {
-      const __m256 one = _mm256_set1_ps(1.0f), zero = _mm256_setzero_ps();
-      for (; i + 8 <= n; i += 8) {
-        const __m256 x = _mm256_loadu_ps(y + i);
-        _mm256_storeu_ps(y + i, _mm256_div_ps(x, _mm256_add_ps(one, exp_avx2(_mm256_sub_ps(zero, x)))));
-      }
-    }();
-  }
-#endif
-  for (; i < n; ++i) y[i] = y[i] / (1.0f + exp_scalar(0.0f - y[i]));
-}
 
 // sum of x[i]^2 in 8 lanes folded in a fixed order.
 float sum_sq(const float* x, int n) {
@@ -156,7 +130,8 @@ DeltaStep delta_step() {
 void gdn_conv(int T, int C, int K, const float* u, const int32_t* parents, const float* conv_state, const float* w,
               float* y, ThreadPool& pool) {
   // Work units are (row, chunk of channels), so a decode step's single row splits across threads:
-  // its silu's scalar exp made one thread take ~43 us per layer at 6,144 channels.
+  // its silu's scalar exp made one thread take ~43 us per layer at 6,144 channels. silu is the gated
+  // elementwise ops' (SIMD, the same bits on every level).
   constexpr int kChunk = 512;
   const int64_t chunks = (C + kChunk - 1) / kChunk;
   auto body = [&](int tid, int nth) {
