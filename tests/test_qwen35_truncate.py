@@ -20,7 +20,7 @@ from eyas.loaders import load_model  # noqa: E402
 from eyas.sampling import SamplingParams  # noqa: E402
 from eyas.server.engine import Request  # noqa: E402
 from tests.fixtures import tiny_qwen35  # noqa: E402
-from tests.test_server_engine import collect, engine_for, fresh  # noqa: E402, F401  (engine_for: a fixture)
+from tests.test_server_engine import batched_runs, collect, engine_for, fresh  # noqa: E402, F401  (engine_for: a fixture)
 
 i32 = np.int32
 
@@ -114,19 +114,10 @@ def test_hybrid_requests_batch_together_and_keep_their_bits(folder, family, samp
     its own recurrent state) and every request gets the tokens it gets alone."""
     model = api.load(folder, drafter_family=family, max_context=128)
     want = [fresh(model, model.encode_prompt(p), sampling, 10) for p in PROMPTS]
-    # The tiny model's steps take microseconds: on a loaded 2-core machine one request's thread can
-    # finish before another's is scheduled (a CI run once saw every forward alone), so sharing forwards
-    # is asked of one run in up to five, as in test_server_engine; every run's outputs must be right.
-    seen = []
-    for _ in range(5):
-        engine = engine_for(model, max_concurrency=3, max_queue=16, start=False)
-        engine.batcher.wait_s = 0.05  # a longer patience lets a late sequence join
-        got = collect(engine, [Request(model.encode_prompt(p), sampling, 10) for p in PROMPTS], start=True)
-        assert [g["tokens"] for g in got] == want
-        b = engine.batcher
-        assert b.failed_batches == 0  # the batches ran as batches, not one by one after a refusal
-        seen.append((b.widest, b.batches, b.batched_forwards))
-        engine.shutdown()
-        if b.widest >= 2 and b.batched_forwards > b.batches:
-            break
+    # Sharing forwards is asked of one run in up to five (batched_runs; a CI run once served every
+    # forward alone); every run's outputs must be right.
+    seen = batched_runs(engine_for, model, lambda: [Request(model.encode_prompt(p), sampling, 10) for p in PROMPTS],
+                        want, shared=lambda b: b.widest >= 2 and b.batched_forwards > b.batches,
+                        max_concurrency=3, max_queue=16)
+    assert all(s[3] == 0 for s in seen), seen  # the batches ran as batches, not one by one after a refusal
     assert seen[-1][0] >= 2 and seen[-1][2] > seen[-1][1], seen

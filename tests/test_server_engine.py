@@ -77,6 +77,26 @@ def collect(engine: Engine, requests: list[Request], *, start: bool = False) -> 
     return out
 
 
+def batched_runs(engine_for, model, requests, want, *, shared, tries: int = 5, **options) -> list:
+    """Serves requests() on fresh engines until one run's batcher shows `shared(batcher)`, at most `tries`
+    runs: a tiny model's steps take microseconds, so on a loaded 2-core machine one request's thread
+    can finish before another's is scheduled, and sharing forwards is asked of one run in `tries`.
+    Every run's tokens must equal `want` (they never depend on the batching). Returns each run's
+    (widest, batches, batched_forwards, failed_batches)."""
+    seen = []
+    for _ in range(tries):
+        engine = engine_for(model, start=False, **options)
+        engine.batcher.wait_s = 0.05  # a longer patience lets a late sequence join
+        got = collect(engine, requests(), start=True)
+        assert [g["tokens"] for g in got] == want
+        b = engine.batcher
+        seen.append((b.widest, b.batches, b.batched_forwards, b.failed_batches))
+        engine.shutdown()
+        if shared(b):
+            break
+    return seen
+
+
 def fresh(model, ids: list[int], sampling: SamplingParams, max_tokens: int) -> list[int]:
     """The tokens after `ids` from a fresh generation (caches reset) on `model`."""
     steps = generation.stream(model.transformer, ids, sampling, proposer=model.proposer)
@@ -94,20 +114,10 @@ def alone(model, prompt: str, sampling: SamplingParams, max_tokens: int) -> list
 def test_output_under_load_equals_output_alone(tiny, sampling, engine_for):
     model = api.load(tiny, drafter="none")
     want = [alone(model, p, sampling, 12) for p in PROMPTS]
-    # The tiny model's steps take microseconds: on a loaded 2-core machine one request's thread can
-    # finish before another's is scheduled, so sharing forwards is asked of one run in up to five (the
-    # outputs of every run must equal the requests served alone; they never depend on the batching).
-    seen = []
-    for _ in range(5):
-        engine = engine_for(model, max_concurrency=3, max_queue=16, start=False)
-        engine.batcher.wait_s = 0.05  # a longer patience lets a late sequence join
-        got = collect(engine, [Request(model.encode_prompt(p), sampling, 12) for p in PROMPTS], start=True)
-        assert [g["tokens"] for g in got] == want
-        b = engine.batcher
-        seen.append((b.widest, b.batches, b.batched_forwards))
-        engine.shutdown()
-        if b.widest == 3 and b.batched_forwards > b.batches:
-            break
+    # The outputs of every run must equal the requests served alone (batched_runs).
+    seen = batched_runs(engine_for, model, lambda: [Request(model.encode_prompt(p), sampling, 12) for p in PROMPTS],
+                        want, shared=lambda b: b.widest == 3 and b.batched_forwards > b.batches,
+                        max_concurrency=3, max_queue=16)
     # continuous batching: the requests' steps shared forwards (3 sequences in one at least once)
     assert seen[-1][0] == 3 and seen[-1][2] > seen[-1][1], seen
 
