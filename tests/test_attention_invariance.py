@@ -204,16 +204,18 @@ def test_long_decode_split_equals_one_thread_and_scalar(heads, d, half):
 
 
 @pytest.mark.parametrize("heads", [(9, 3), (8, 2), (16, 2)], ids=lambda h: f"{h[0]}/{h[1]}")
+@pytest.mark.parametrize("d", [64, 80])
 @pytest.mark.parametrize("half", [False, True], ids=["f32", "f16"])
-def test_long_tree_verify_split_equals_tile_scalar_and_decode(heads, half):
+def test_long_tree_verify_split_equals_tile_scalar_and_decode(heads, d, half):
     # A small tree over >= 512 committed keys on 2 threads takes the key/column split too (with each
-    # node's own tail of tree keys); every row equals the one-thread tile path, the scalar path, and a
-    # T=1 decode over the node's visible keys laid out contiguously.
-    rng = np.random.default_rng(heads[0] * 7 + half)
+    # node's own tail of tree keys; from 8 items per kv head the shared keys' scores come from K blocks
+    # transposed on the fly); every row equals the one-thread tile path, the scalar path, and a T=1
+    # decode over the node's visible keys laid out contiguously.
+    rng = np.random.default_rng(heads[0] * 7 + half + d)
     threads = _core.get_num_threads()
     try:
         for prefix_len, n, n_new in [(512, 2, 2), (777, 5, 5), (1501, 15, 15), (600, 4, 9)]:
-            a = make_inputs(rng, n, heads[0], heads[1], 64, prefix_len, "tree", n_new=n_new)
+            a = make_inputs(rng, n, heads[0], heads[1], d, prefix_len, "tree", n_new=n_new)
             k, v = (a["k"].astype(np.float16), a["v"].astype(np.float16)) if half else (a["k"], a["v"])
             args = (a["q"], k, v, prefix_len, a["mask"])
             _core.set_num_threads(2)

@@ -24,8 +24,6 @@ namespace {
 
 using namespace attn;
 
-constexpr int kMaxHeadDim = 512;
-
 // A cache element as float: F32 as is, F16 (stored as uint16_t) exactly converted.
 inline float kv_value(float x) { return x; }
 inline float kv_value(uint16_t h) { return quant::h2f(h); }
@@ -514,20 +512,10 @@ __attribute__((target("avx512f"))) static void rows_to_f32(const uint16_t* h, in
 __attribute__((target("avx512f"))) static void k_blocks_transposed(const uint16_t* h, int capacity, int rows, int D,
                                                                   int64_t b0, int64_t b1, float* out) {
   const int64_t blocks = (rows + 15) / 16;
-  alignas(64) float tmp[16][kMaxHeadDim];
   for (int64_t b = b0; b < b1; ++b) {
     const int64_t head = b / blocks, r0 = b % blocks * 16;
-    for (int k = 0; k < 16; ++k) {
-      const uint16_t* src = h + (head * capacity + r0 + k) * int64_t(D);
-      for (int d = 0; d < D; d += 16)
-        _mm512_storeu_ps(tmp[k] + d, r0 + k < rows ? load16(src + d) : _mm512_setzero_ps());
-    }
-    float* dst = out + b * 16 * int64_t(D);
-    for (int d = 0; d < D; ++d) {
-      const __m512i idx = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-      _mm512_storeu_ps(dst + d * 16, _mm512_i32gather_ps(_mm512_add_epi32(_mm512_mullo_epi32(idx, _mm512_set1_epi32(kMaxHeadDim)),
-                                                                          _mm512_set1_epi32(d)), &tmp[0][0], 4));
-    }
+    transpose_k_block(h + (head * capacity + r0) * int64_t(D), int(std::min<int64_t>(16, rows - r0)), D,
+                      out + b * 16 * int64_t(D));
   }
 }
 #endif

@@ -12,6 +12,8 @@
 
 namespace eyas::cpu::attn {
 
+constexpr int kMaxHeadDim = 512;  // the kernels' stack buffers; larger heads are refused at the op
+
 // Writes query i's visible new slots after the prefix part of `slots` (filled once per thread).
 inline int collect_new_slots(const AttentionArgs& a, const uint8_t* mask, int i, int32_t* slots) {
   int n = a.prefix_len;
@@ -189,6 +191,53 @@ template <int G>
 __attribute__((target("avx512f"), always_inline)) inline void scores_kt16(const float* const* qr, const float* kt, int D,
                                                                          __m512* out) {
   kt_fold<G, 1>(qr, kt, D, 0, out);
+}
+
+// In place: r[k] (key k's 16 values) -> r[j] (value j of the 16 keys, key k in lane k). Four rounds of
+// two-register shuffles: pairs of floats, of float pairs, then 128-bit lanes twice.
+__attribute__((target("avx512f"), always_inline)) inline void transpose16x16(__m512* r) {
+  __m512 t[16];
+  for (int i = 0; i < 16; i += 2)
+    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]), t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+  for (int i = 0; i < 16; i += 4)  // r[i + m]: in 128-bit lane L, value 4L + m of keys i .. i + 3
+    for (int h = 0; h < 2; ++h) {
+      const __m512d a = _mm512_castps_pd(t[i + h]), b = _mm512_castps_pd(t[i + h + 2]);
+      r[i + 2 * h] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, b));
+      r[i + 2 * h + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, b));
+    }
+  for (int m = 0; m < 4; ++m) {  // gather lane L of the four key quartets, L = 0, 2 | 1, 3
+    t[m] = _mm512_shuffle_f32x4(r[m], r[4 + m], 0x88), t[4 + m] = _mm512_shuffle_f32x4(r[m], r[4 + m], 0xDD);
+    t[8 + m] = _mm512_shuffle_f32x4(r[8 + m], r[12 + m], 0x88), t[12 + m] = _mm512_shuffle_f32x4(r[8 + m], r[12 + m], 0xDD);
+  }
+  for (int m = 0; m < 4; ++m) {  // value 4L + m for L = 0, 2 (from t[m]) and L = 1, 3 (from t[4 + m])
+    r[m] = _mm512_shuffle_f32x4(t[m], t[8 + m], 0x88), r[8 + m] = _mm512_shuffle_f32x4(t[m], t[8 + m], 0xDD);
+    r[4 + m] = _mm512_shuffle_f32x4(t[4 + m], t[12 + m], 0x88), r[12 + m] = _mm512_shuffle_f32x4(t[4 + m], t[12 + m], 0xDD);
+  }
+}
+
+// The 16 consecutive K rows kb[k * D] (k < nk; the rest zero) as one transposed block kt[d * 16 + k],
+// the layout scores_kt16 reads. Exact (an F16 row converts exactly), so the scores keep their bits.
+template <typename KV>
+__attribute__((target("avx512f"), always_inline)) inline void transpose_k_block(const KV* kb, int nk, int D, float* kt) {
+  for (int c = 0; c < D; c += 16) {
+    __m512 r[16];
+#pragma GCC unroll 16
+    for (int k = 0; k < 16; ++k) r[k] = k < nk ? load16(kb + int64_t(k) * D + c) : _mm512_setzero_ps();
+    transpose16x16(r);
+#pragma GCC unroll 16
+    for (int j = 0; j < 16; ++j) _mm512_storeu_ps(kt + (c + j) * 16, r[j]);
+  }
+}
+
+// Keys [p, p + nk) (nk <= 16) of G items from one transposed block kt: s[j][p + k] = score * scale.
+template <int G>
+__attribute__((target("avx512f"))) void scores_kt_block(const float* const* qr, const float* kt, int p, int nk, int D,
+                                                         float scale, float* const* s) {
+  __m512 out[G];
+  scores_kt16<G>(qr, kt, D, out);
+  const __mmask16 mk = tail_mask(nk);
+#pragma GCC unroll 4
+  for (int j = 0; j < G; ++j) _mm512_mask_storeu_ps(s[j] + p, mk, _mm512_mul_ps(out[j], _mm512_set1_ps(scale)));
 }
 
 // Shared positions [p0, p1) (p0 a multiple of 16) of G items from the transposed K blocks of their kv

@@ -34,13 +34,31 @@ struct SplitScratch {
   std::vector<float> l;  // [t] softmax denominators
 };
 
-// Scores of consecutive rows [p0, p1) of kv head kh for `items` items: s_rows[t][p].
+// From this many (query, head) items per kv head, each 16-key block is transposed once (keys in lanes)
+// and every item's scores fold vertically; fewer items cannot pay for the transposing shuffles.
+constexpr int kMinItemsKeysInLanes = 8;
+
+// Scores of consecutive rows [p0, p1) (p0 a multiple of 16) of kv head kh for `items` items: s_rows[t][p].
 template <typename KV>
 __attribute__((target("avx512f"))) void shared_scores(const float* const* q_rows, float* const* s_rows, int items,
                                                       const KV* kh, int p0, int p1, int D, float scale) {
-  for_item_groups(items, [&](auto G, int j0) {
-    scores_shared_range<decltype(G)::value>(q_rows + j0, kh, p0, p1, D, scale, s_rows + j0);
-  });
+  if (items < kMinItemsKeysInLanes || D > kMaxHeadDim) {
+    for_item_groups(items, [&](auto G, int j0) {
+      scores_shared_range<decltype(G)::value>(q_rows + j0, kh, p0, p1, D, scale, s_rows + j0);
+    });
+    return;
+  }
+  alignas(64) float kt[kMaxHeadDim * 16];
+  const char* pf = reinterpret_cast<const char*>(kh + int64_t(p0) * D) + kPrefetchBytes;
+  for (int p = p0; p < p1; p += 16) {
+    const char* pf_end = reinterpret_cast<const char*>(kh + int64_t(p + 16) * D) + kPrefetchBytes;
+    for (; pf < pf_end; pf += 64) _mm_prefetch(pf, _MM_HINT_T0);
+    const int nk = std::min(16, p1 - p);
+    transpose_k_block(kh + int64_t(p) * D, nk, D, kt);
+    for_item_groups(items, [&](auto G, int j0) {
+      scores_kt_block<decltype(G)::value>(q_rows + j0, kt, p, nk, D, scale, s_rows + j0);
+    });
+  }
 }
 
 
