@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from eyas import _core
+from tests.test_sampling import filtered_distribution
 
 speculative = _core.speculative
 
@@ -62,29 +63,10 @@ def test_greedy_random_trees():
         assert r["path"].tolist() == path
 
 
-def probs_ref(logits, temperature, top_k=0, top_p=1.0):
-    z = logits.astype(np.float64) / np.float64(np.float32(temperature))  # eyas takes T as float32
-    p = np.exp(z - z.max())
-    p /= p.sum()
-    order = sorted(range(len(p)), key=lambda i: (-p[i], i))
-    keep = order[:top_k] if 0 < top_k < len(p) else order
-    if top_p < 1.0:  # over the kept tokens renormalised
-        cum, cut, mass = 0.0, 0, sum(p[i] for i in keep)
-        for i in keep:
-            cum += p[i] / mass
-            cut += 1
-            if cum >= top_p:
-                break
-        keep = keep[:cut]
-    out = np.zeros_like(p)
-    out[keep] = p[keep]
-    return out / out.sum()
-
-
 @pytest.mark.parametrize("t,k,p", [(1.0, 0, 1.0), (0.7, 0, 1.0), (1.3, 3, 1.0), (1.0, 0, 0.6), (0.5, 4, 0.8), (2.0, 1, 1.0)])
 def test_target_probs(t, k, p):
     logits = np.random.default_rng(1).standard_normal(17).astype(np.float32) * 2
-    np.testing.assert_allclose(speculative.target_probs(logits, t, k, p), probs_ref(logits, t, k, p), rtol=1e-12,
+    np.testing.assert_allclose(speculative.target_probs(logits, t, k, p), filtered_distribution(logits, t, k, p), rtol=1e-12,
                                atol=1e-15)
 
 
@@ -154,7 +136,7 @@ def exact_joint(target, length=3):
         seq = [(idx // V ** (length - 1 - i)) % V for i in range(length)]
         ctx, p = [2], 1.0
         for x in seq:
-            p *= probs_ref(target.logits(ctx), **PARAMS)[x]
+            p *= filtered_distribution(target.logits(ctx), **PARAMS)[x]
             ctx.append(x)
         probs[idx] = p
     return probs
@@ -172,7 +154,7 @@ def broken_accept(rng):
     def fn(logits, tokens, parents):
         out, cur = [], 0
         while True:
-            p = probs_ref(logits[cur], **PARAMS)
+            p = filtered_distribution(logits[cur], **PARAMS)
             kids = [c for c in range(1, len(tokens)) if parents[c] == cur]
             nxt = None
             q = p.copy()

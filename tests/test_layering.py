@@ -30,7 +30,7 @@ PY_RANK = {
 # host, the CPU kernels and the MSL sources all read).
 CPP_RANK = {"shared": 0, "core": 0, "cpu": 1, "metal": 1, "ops": 2, "model": 3, "speculative": 3, "bindings": 4}
 # What a backend (cpu, metal) implements: the op layer's backend interface, which itself reads core only.
-BACKEND_INTERFACE = {"ops/backend.h", "ops/cpu_controls.h", "ops/attention_call.h"}
+BACKEND_INTERFACE = {"ops/backend.h", "ops/cpu_controls.h", "ops/attention_call.h", "ops/host_rows.h"}
 
 
 def _py_top(module: str) -> str | None:

@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "cpu/softmax_exp.h"
+#include "ops/host_rows.h"
 
 namespace eyas::cpu {
 namespace {
@@ -91,28 +92,33 @@ __attribute__((target("avx2,fma"))) void row_avx2(const SoftmaxArgs& a, const fl
 }
 #endif
 
+// One row by the widest path allowed; every path gives the same bits. In place is fine: each pass
+// reads an element before it writes it.
+void row(const SoftmaxArgs& a, const float* x, float* y) {
+#if EYAS_X86
+  if (use_avx512()) return row_avx512(a, x, y);
+  if (use_avx2()) return row_avx2(a, x, y);
+#endif
+  row_scalar(a, x, y);
+}
+
 }  // namespace
 
 void softmax(const SoftmaxArgs& a, const float* x, float* y, ThreadPool& pool) {
-  const bool simd = use_avx512(), simd2 = use_avx2();
   auto body = [&](int tid, int nth) {
     int64_t r0, r1;
     ThreadPool::split(a.rows, tid, nth, 1, &r0, &r1);
-    for (int64_t r = r0; r < r1; ++r) {
-#if EYAS_X86
-      if (simd) {
-        row_avx512(a, x + r * a.cols, y + r * a.cols);
-        continue;
-      }
-      if (simd2) {
-        row_avx2(a, x + r * a.cols, y + r * a.cols);
-        continue;
-      }
-#endif
-      row_scalar(a, x + r * a.cols, y + r * a.cols);
-    }
+    for (int64_t r = r0; r < r1; ++r) row(a, x + r * a.cols, y + r * a.cols);
   };
   if (a.rows == 1) body(0, 1); else pool.run(body);
 }
 
+void softmax_row(const float* x, int n, float temperature, float* y) {
+  row(SoftmaxArgs{1, n, temperature, 0}, x, y);
+}
+
 }  // namespace eyas::cpu
+
+namespace eyas::ops {
+void softmax_row_host(const float* x, int n, float temperature, float* y) { cpu::softmax_row(x, n, temperature, y); }
+}  // namespace eyas::ops

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cpu/softmax_exp.h"
+#include "ops/host_rows.h"
 
 namespace eyas::cpu {
 namespace {
@@ -135,18 +136,17 @@ void for_rows(int64_t rows, ThreadPool& pool, F&& fn) {
 
 }  // namespace
 
-void argmax(const TopkArgs& a, const float* x, int32_t* idx, ThreadPool& pool) {
-  const int simd = use_avx512() ? 2 : use_avx2() ? 1 : 0;
-  for_rows(a.rows, pool, [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) {
+int32_t argmax_row(const float* x, int n) {
 #if EYAS_X86
-      if (simd) {
-        idx[r] = simd == 2 ? argmax_avx512(x + r * a.cols, a.cols) : argmax_avx2(x + r * a.cols, a.cols);
-        continue;
-      }
+  if (use_avx512()) return argmax_avx512(x, n);
+  if (use_avx2()) return argmax_avx2(x, n);
 #endif
-      idx[r] = argmax_scalar(x + r * a.cols, a.cols);
-    }
+  return argmax_scalar(x, n);
+}
+
+void argmax(const TopkArgs& a, const float* x, int32_t* idx, ThreadPool& pool) {
+  for_rows(a.rows, pool, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) idx[r] = argmax_row(x + r * a.cols, a.cols);
   });
 }
 
@@ -158,3 +158,7 @@ void topk(const TopkArgs& a, const float* x, float* values, int32_t* idx, Thread
 }
 
 }  // namespace eyas::cpu
+
+namespace eyas::ops {
+int32_t argmax_row_host(const float* x, int n) { return cpu::argmax_row(x, n); }
+}  // namespace eyas::ops

@@ -62,13 +62,11 @@ AcceptResult accept_tree(const RowLogits& row_logits, int64_t vocab, const int32
       total -= p[size_t(x)];
       p[size_t(x)] = 0.0;
       if (!(total > 1e-12)) {  // drift after many subtractions: recompute exactly
-        total = 0.0;
-        for (double v : p) total += v;
+        total = total_mass(p);
       }
     }
     if (next < 0) {
-      total = 0.0;
-      for (double v : p) total += v;
+      total = total_mass(p);
       r.tokens.push_back(sample_index(p, total, rng));
       return r;
     }

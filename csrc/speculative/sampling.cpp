@@ -6,6 +6,7 @@
 #include <functional>
 
 #include "core/tensor.h"
+#include "ops/host_rows.h"
 
 namespace eyas::speculative {
 
@@ -14,12 +15,7 @@ void check_sampling(const char* op, const SamplingParams& p) {
   if (!(p.top_p > 0.0f && p.top_p <= 1.0f)) fail(op, "top_p must be in (0, 1]");
 }
 
-int32_t argmax_row(const float* x, int64_t n) {
-  int64_t best = -1;
-  for (int64_t i = 0; i < n; ++i)
-    if (!std::isnan(x[i]) && (best < 0 || x[i] > x[best])) best = i;
-  return int32_t(best < 0 ? 0 : best);
-}
+int32_t argmax_row(const float* x, int64_t n) { return ops::argmax_row_host(x, int(n)); }
 
 namespace {
 
@@ -66,6 +62,12 @@ void best_ids(const double* probs, int64_t n, size_t m, std::vector<int32_t>& or
 // nucleus gets sorted. One bucket more than needed is taken: the histogram sums in another order
 // than the ranked cumulative sum and may round differently.
 void nucleus_candidates(const double* probs, int64_t n, double top_p, std::vector<int32_t>& ids) {
+  // Ids under `floor` hold less than (1 - top_p) / 4 together, so the ids above it reach top_p before
+  // any of them is needed: only those are bucketed (most of a vocabulary is far below it).
+  const double floor = (1.0 - top_p) / (4.0 * double(n));
+  std::vector<int32_t> above;
+  for (int64_t i = 0; i < n; ++i)
+    if (probs[i] >= floor) above.push_back(int32_t(i));
   constexpr int kShift = 49;                // exponent and 3 mantissa bits of a non-negative double
   constexpr size_t kBuckets = 0x1FF8 + 1;   // 1.0 (0x3FF0...) >> kShift = 0x1FF8; probs are <= 1
   auto bucket = [](double x) {
@@ -74,7 +76,7 @@ void nucleus_candidates(const double* probs, int64_t n, double top_p, std::vecto
     return std::min(size_t(bits >> kShift), kBuckets - 1);
   };
   std::vector<double> mass(kBuckets, 0.0);
-  for (int64_t i = 0; i < n; ++i) mass[bucket(probs[i])] += probs[i];
+  for (int32_t i : above) mass[bucket(probs[i])] += probs[i];
   size_t b = kBuckets - 1;
   for (double acc = 0.0; b > 0; --b) {
     acc += mass[b];
@@ -82,29 +84,35 @@ void nucleus_candidates(const double* probs, int64_t n, double top_p, std::vecto
   }
   const size_t lowest = b > 0 ? b - 1 : 0;
   ids.clear();
-  for (int64_t i = 0; i < n; ++i)
-    if (bucket(probs[i]) >= lowest) ids.push_back(int32_t(i));
+  for (int32_t i : above)
+    if (bucket(probs[i]) >= lowest) ids.push_back(i);
 }
 
 }  // namespace
 
 void target_probs(const float* logits, int64_t n, const SamplingParams& p, std::vector<double>& probs) {
   probs.resize(size_t(n));  // every entry is written below
-  const double inv_t = 1.0 / double(p.temperature);
-  double mx = -INFINITY;
-  for (int64_t i = 0; i < n; ++i)
-    if (!std::isnan(logits[i])) mx = std::max(mx, double(logits[i]) * inv_t);
-  if (!std::isfinite(mx)) {  // all -inf or NaN: fall back to the argmax so a token is always defined
-    std::fill(probs.begin(), probs.end(), 0.0);
-    probs[size_t(argmax_row(logits, n))] = 1.0;
-    return;
+  // softmax(logits / T) by the CPU softmax kernel (float, SIMD, the same bits on every path), NaN read
+  // as -inf; the ranking and the filters below work on its values as doubles. A NaN, an inf, or every
+  // logit -inf makes the kernel's sum NaN and so every output: only then is the row cleaned first.
+  thread_local std::vector<float> e;
+  e.resize(size_t(n));
+  ops::softmax_row_host(logits, int(n), p.temperature, e.data());
+  if (std::isnan(e[0])) {
+    float mx = -INFINITY;
+    for (int64_t i = 0; i < n; ++i) {
+      e[size_t(i)] = std::isnan(logits[i]) ? -INFINITY : logits[i];
+      mx = std::max(mx, e[size_t(i)]);
+    }
+    if (!std::isfinite(mx)) {  // all -inf or NaN, or an inf: the argmax, so a token is always defined
+      std::fill(probs.begin(), probs.end(), 0.0);
+      probs[size_t(argmax_row(logits, n))] = 1.0;
+      return;
+    }
+    ops::softmax_row_host(e.data(), int(n), p.temperature, e.data());
   }
-  double sum = 0.0;
-  for (int64_t i = 0; i < n; ++i) {
-    const double z = std::isnan(logits[i]) ? -INFINITY : double(logits[i]) * inv_t;
-    probs[size_t(i)] = std::exp(z - mx);
-    sum += probs[size_t(i)];
-  }
+  for (int64_t i = 0; i < n; ++i) probs[size_t(i)] = double(e[size_t(i)]);
+  const double sum = total_mass(probs);  // ~1 in float: normalised again so the mass is 1 in double
   for (auto& v : probs) v /= sum;
   const bool use_k = p.top_k > 0 && p.top_k < n;
   const bool use_p = p.top_p < 1.0f;
@@ -154,6 +162,15 @@ void target_probs(const float* logits, int64_t n, const SamplingParams& p, std::
   }
   std::fill(probs.begin(), probs.end(), 0.0);
   for (size_t j = 0; j < keep; ++j) probs[order[j]] = head[j] / kept;
+}
+
+double total_mass(const std::vector<double>& probs) {
+  double lanes[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  const size_t n = probs.size(), body = n & ~size_t(7);
+  for (size_t i = 0; i < body; i += 8)
+    for (int l = 0; l < 8; ++l) lanes[l] += probs[i + l];
+  for (size_t i = body; i < n; ++i) lanes[i & 7] += probs[i];
+  return ((lanes[0] + lanes[4]) + (lanes[2] + lanes[6])) + ((lanes[1] + lanes[5]) + (lanes[3] + lanes[7]));
 }
 
 int32_t sample_index(const std::vector<double>& probs, double total, Rng& rng) {

@@ -17,7 +17,8 @@ struct SamplingParams {
 // Throws std::invalid_argument "[op] ..." for non-finite temperature or top_p outside (0, 1].
 void check_sampling(const char* op, const SamplingParams& p);
 
-// First index of the maximum (NaNs ignored); the tie-break plain greedy decoding uses.
+// First index of the maximum (NaNs ignored, all-NaN rows give 0): the CPU argmax kernel's row, the
+// tie-break plain greedy decoding uses.
 int32_t argmax_row(const float* logits, int64_t n);
 
 // probs[n] (double) = softmax(logits / T) restricted to the top_k most likely tokens (ties: lower
@@ -25,6 +26,10 @@ int32_t argmax_row(const float* logits, int64_t n);
 // reaches top_p; renormalised (llama.cpp's and vLLM's order of filters). Requires temperature > 0.
 // Only the top_k, or the nucleus' candidates, are ranked: no sort of the whole vocabulary.
 void target_probs(const float* logits, int64_t n, const SamplingParams& p, std::vector<double>& probs);
+
+// The sum of probs in 8 interleaved partial sums (element i into sum i % 8), added pairwise in a fixed
+// order: one value on every machine, without a 49K-long chain of dependent additions.
+double total_mass(const std::vector<double>& probs);
 
 // Draws an index from probs / total (total = sum of probs, passed in so callers can zero entries
 // without renormalising). Scans in index order, so a draw is a pure function of the RNG state.
