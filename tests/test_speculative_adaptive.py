@@ -243,6 +243,41 @@ def test_a_carried_chooser_drops_to_plain_soon_when_drafts_stop_landing():
     assert sum(d > 0 for d in picks[15:]) <= 3  # then only sparse one-token probes
 
 
+def test_a_carried_cost_is_replaced_by_the_first_measurement_at_this_context():
+    """Costs carried from a generation at another context length steer the first choices only: the
+    first round of a depth measured here replaces its carried cost; later ones average in."""
+    first = DepthChooser(3)
+    run(first, 100, accepted_of=lambda d: d, cost_of=lambda d: 2.0 + 1.0 * d)  # a long context: dear rounds
+    second = DepthChooser(3, previous=first)
+    assert second.cost == first.cost
+    d = second.choose()
+    second.observe(d, d, 99.0)  # the first round ingests the prompt: no round's cost
+    assert second.cost == first.cost
+    d = second.choose()
+    second.observe(d, d, 0.5 + 0.2 * d)  # a short context: every round cheaper
+    assert second.cost[d] == pytest.approx(0.5 + 0.2 * d)  # replaced, not 0.8 old + 0.2 new
+    other = [k for k in range(4) if k != d]
+    assert all(second.cost[k] == first.cost[k] for k in other)  # the others wait for their own round
+    second.observe(d, d, 1.0)
+    assert second.cost[d] == pytest.approx(0.8 * (0.5 + 0.2 * d) + 0.2 * 1.0)
+
+
+def test_a_landed_probe_is_followed_by_another():
+    """While plain steps win, a one-token probe that lands is tried again the next round, so a few
+    landed drafts can overturn what an earlier reply left (a probe that misses waits its gap)."""
+    first = DepthChooser(3)
+    run(first, 200, accepted_of=lambda d: 0, cost_of=lambda d: 1.0 + 0.5 * d)
+    second = DepthChooser(3, previous=first)
+    picks = []
+    for _ in range(80):
+        d = second.choose()
+        picks.append(d)
+        second.observe(d, min(d, 1), 1.0 + 0.5 * d)  # now every first draft lands
+    first_probe = picks.index(1)
+    assert picks[first_probe + 1] == 1  # probed again at once
+    assert all(d > 0 for d in picks[first_probe:first_probe + 6])  # and drafting from then on
+
+
 def test_fixed_cost_chooser_ignores_times():
     c = DepthChooser(3, cost=lambda d: 1.0 + 0.25 * d)
     assert c.cost == [1.0, 1.25, 1.5, 1.75]

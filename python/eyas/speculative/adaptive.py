@@ -79,8 +79,13 @@ class DepthChooser:
         self.accepted = [0.0] * (max_depth + 1)  # [j]: ... and accepted j
         self.rounds = 0
         self._probe = 0
+        self._probing = False  # the coming round is a probe of one drafted token while plain steps win
         self._probe_gap = self.PROBE_EVERY
         self._next_probe = self.PROBE_EVERY
+        # [d]: c(d) was measured in this generation. Carried costs were measured at another context length
+        # (a round's cost grows with it: 1.3 steps for one drafted token at 100 tokens, 1.5 at 3K), so they
+        # steer the first choices, and the first measurement here replaces them instead of averaging in.
+        self.fresh = [self.fixed] * (max_depth + 1)
         self.warm = previous is not None and not self.fixed and not previous.fixed and previous.max_depth == max_depth
         if self.warm:
             self.cost = list(previous.cost)
@@ -141,6 +146,7 @@ class DepthChooser:
 
     def choose(self) -> int:
         self.rounds += 1
+        self._probing = False
         if self.rounds == 1 and not self.warm:  # one drafted token: p_1, the cheapest sign of whether drafting pays
             return 1
         for d in (1, 0):  # measured costs: a one-token chain's, then a plain step's; deeper ones are
@@ -154,6 +160,7 @@ class DepthChooser:
         if d == 0:  # drafts do not pay: look again with the cheapest draft, less and less often
             self._next_probe = self.rounds + self._probe_gap
             self._probe_gap = min(2 * self._probe_gap, self.MAX_PROBE_GAP)
+            self._probing = True
             return 1
         # Keep the neighbours' costs and acceptance current, deeper and shallower in turn: the best depth
         # moves a step at a time, and a probe of a far depth (a deep chain over a long context) costs most.
@@ -168,7 +175,8 @@ class DepthChooser:
         # The first round also ingests the whole prompt into the drafter: its time says nothing of later rounds.
         if self.rounds > 1 and not self.fixed:
             c = self.cost[depth]
-            self.cost[depth] = seconds if c is None else (1 - self.COST_EMA) * c + self.COST_EMA * seconds
+            self.cost[depth] = seconds if not self.fresh[depth] else (1 - self.COST_EMA) * c + self.COST_EMA * seconds
+            self.fresh[depth] = True
         # Only the positions this round tried fade: plain steps bring no news of the drafter, and
         # letting the counts fade through them would drift p_j back to the prior (0.5) and draft again.
         for j in range(1, depth + 1):
@@ -177,3 +185,5 @@ class DepthChooser:
                 self.accepted[j] = self.DECAY * self.accepted[j] + (1.0 if accepted >= j else 0.0)
         if accepted > 0:  # drafts are landing: if plain steps win now, look again soon
             self._probe_gap = self.PROBE_EVERY
+            if self._probing:  # a probe landed: probe again next round, so a few tries can overturn
+                self._next_probe = self.rounds + 1  # what an earlier reply left (4 tries' worth)
