@@ -89,6 +89,12 @@ def rows():
     yield rng.permutation(x)
 
 
+def test_empty_logits_are_a_clear_error():
+    for call in (lambda x: speculative.target_probs(x, 1.0), lambda x: draw(x, speculative.Rng(0), temperature=1.0)):
+        with pytest.raises(ValueError, match="logits must not be empty"):
+            call(np.zeros(0, np.float32))
+
+
 def test_softmax_in_float_is_close_to_float64():
     # The distribution starts from the float32 softmax kernel: within a few float ulps of the exact one.
     for x in rows():

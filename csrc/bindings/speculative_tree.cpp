@@ -44,6 +44,7 @@ EYAS_BINDINGS(speculative_tree) {
         Tensor t = bind::typed(op, "logits", logits, DType::F32, 1);
         SamplingParams p = sampling(op, temperature, top_k, top_p);
         if (p.temperature <= 0.0f) fail(op, "temperature must be > 0 for a distribution");
+        if (t.dim(0) < 1) fail(op, "logits must not be empty");
         std::vector<double> probs;
         target_probs(t.data<float>(), t.dim(0), p, probs);
         return bind::vec_to_numpy(std::move(probs));
