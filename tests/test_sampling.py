@@ -95,6 +95,24 @@ def test_empty_logits_are_a_clear_error():
             call(np.zeros(0, np.float32))
 
 
+def test_nan_reads_as_minus_inf_and_degenerate_rows_give_the_argmax():
+    # target_probs (also accept's distribution) takes rows sample() refuses: a NaN entry is -inf, a row
+    # with no finite maximum (all NaN, all -inf, or an inf) puts all its mass on the argmax.
+    x = (np.random.default_rng(5).standard_normal(300) * 3).astype(np.float32)
+    with_nan, as_ninf = x.copy(), x.copy()
+    with_nan[[3, 77, 250]] = np.nan
+    as_ninf[[3, 77, 250]] = -np.inf
+    for kw in (dict(), dict(top_p=0.9), dict(top_k=20)):
+        np.testing.assert_array_equal(speculative.target_probs(with_nan, 0.8, **kw),
+                                      speculative.target_probs(as_ninf, 0.8, **kw))
+    one_hot = lambda i, n: np.eye(n)[i]  # noqa: E731
+    np.testing.assert_array_equal(speculative.target_probs(np.full(6, np.nan, np.float32), 1.0), one_hot(0, 6))
+    np.testing.assert_array_equal(speculative.target_probs(np.full(6, -np.inf, np.float32), 1.0), one_hot(0, 6))
+    inf_row = x[:6].copy()
+    inf_row[4] = np.inf
+    np.testing.assert_array_equal(speculative.target_probs(inf_row, 1.0), one_hot(4, 6))
+
+
 def test_softmax_in_float_is_close_to_float64():
     # The distribution starts from the float32 softmax kernel: within a few float ulps of the exact one.
     for x in rows():
