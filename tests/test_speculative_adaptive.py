@@ -117,27 +117,35 @@ def test_bad_arguments():
 
 
 def test_policy_parse_auto():
-    assert TreePolicy.parse("auto") == TreePolicy.auto() == TreePolicy(1, 7, 8, adaptive=True)
+    assert TreePolicy.parse("auto") == TreePolicy.auto() == TreePolicy(1, 7, 8, adaptive=True, lookup=True)
     assert TreePolicy.parse("auto:5") == TreePolicy.auto(5)
-    for bad in ("auto:x", "auto:", "auto:1:2"):
+    assert TreePolicy.parse("auto:5:nolookup") == TreePolicy.auto(5, lookup=False) == TreePolicy(1, 5, 6, adaptive=True)
+    assert TreePolicy.parse("auto:nolookup") == TreePolicy.auto(lookup=False)
+    for bad in ("auto:x", "auto:", "auto:1:2", "auto:nolookup:3", "auto:3:nolookup:x", "chain:3:nolookup", "nolookup"):
         with pytest.raises(ValueError, match=r"\[speculative\] tree policy"):
             TreePolicy.parse(bad)
     with pytest.raises(ValueError, match=r"\[speculative\] depth must be an integer in \[1, 64\], got 0"):
         TreePolicy.parse("auto:0")
     with pytest.raises(ValueError, match=r"\[speculative\].*chain"):
         TreePolicy(2, 3, 6, adaptive=True)
+    with pytest.raises(ValueError, match=r"\[speculative\] lookup drafts need an adaptive policy"):
+        TreePolicy(1, 3, 4, lookup=True)
 
 
 class Scripted:
     """Stands in for DepthChooser: depths from a fixed cycle, so plain steps come at known rounds."""
 
     CYCLE = [0, 0, 2, 0, 3, 1, 0, 3, 3, 0]
+    plain_cost = None
 
     def __init__(self, max_depth, cost=None, previous=None):
         self.i, self.seen = -1, []
         self.fixed = cost is not None
 
     def set_fixed_cost(self, cost):
+        pass
+
+    def use_plain_cost(self, seconds):
         pass
 
     def choose(self):

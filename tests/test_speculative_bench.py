@@ -46,7 +46,7 @@ def test_bench_pairs_runs_and_reports(tmp_path):
     assert [row["prompt"] for row in r["rows"]] == [0, 1]
     assert all(row["plain_tokens"] == row["speculative_tokens"] == 2 * 9 for row in r["rows"])
     assert r["mean_accepted_length"] >= 1.0 and r["speed_ratio"] > 0
-    assert r["tree"] == {"top_k": 3, "depth": 3, "total_tokens": 8, "adaptive": False}
+    assert r["tree"] == {"top_k": 3, "depth": 3, "total_tokens": 8, "adaptive": False, "lookup": False}
     json.dumps(r)
     assert "identical yes" in _table(r)
 

@@ -131,7 +131,8 @@ def bench(model, prompts: list[dict], *, policy=None, max_tokens=128, repeats=1,
         "mean_accepted_length": total["mean_accepted_length"],
         "acceptance_per_pos": total["acceptance_per_pos"],
         "identical": all(r["identical"] for r in rows) if temperature == 0 else None,
-        "tree": {"top_k": pol.top_k, "depth": pol.depth, "total_tokens": pol.total_tokens, "adaptive": pol.adaptive},
+        "tree": {"top_k": pol.top_k, "depth": pol.depth, "total_tokens": pol.total_tokens, "adaptive": pol.adaptive,
+                 "lookup": pol.lookup},
         "max_tokens": max_tokens,
         "repeats": repeats,
         "temperature": temperature,
@@ -142,14 +143,16 @@ def bench(model, prompts: list[dict], *, policy=None, max_tokens=128, repeats=1,
     }
 
 
-_SUMMED = ("plain_s", "speculative_s", "plain_tokens", "speculative_tokens", "num_drafts", "num_accepted_tokens")
+_SUMMED = ("plain_s", "speculative_s", "plain_tokens", "speculative_tokens", "num_drafts", "num_accepted_tokens",
+           "num_lookup_drafts", "num_lookup_accepted_tokens")
 
 
 def new_row(prompt: int, workload: str, prompt_tokens: int) -> dict:
     """The counters of one prompt's paired runs, before any run."""
     return {"prompt": prompt, "workload": workload, "prompt_tokens": prompt_tokens, "plain_s": 0.0,
             "speculative_s": 0.0, "plain_tokens": 0, "speculative_tokens": 0, "identical": True,
-            "num_drafts": 0, "num_accepted_tokens": 0, "accepted_per_pos": [], "tried_per_pos": []}
+            "num_drafts": 0, "num_accepted_tokens": 0, "num_lookup_drafts": 0, "num_lookup_accepted_tokens": 0,
+            "accepted_per_pos": [], "tried_per_pos": []}
 
 
 def add_pair(row: dict, plain, speculative) -> None:
@@ -160,8 +163,8 @@ def add_pair(row: dict, plain, speculative) -> None:
     row["plain_tokens"] += max(len(plain.tokens) - 1, 0)
     row["speculative_tokens"] += max(len(speculative.tokens) - 1, 0)
     row["identical"] &= plain.tokens == speculative.tokens
-    for key in ("num_drafts", "num_accepted_tokens"):
-        row[key] += speculative.metrics[key]
+    for key in ("num_drafts", "num_accepted_tokens", "num_lookup_drafts", "num_lookup_accepted_tokens"):
+        row[key] += speculative.metrics.get(key, 0)
     for key in ("accepted_per_pos", "tried_per_pos"):
         row[key] = _add_lists(row[key], speculative.metrics[key])
 
@@ -194,6 +197,8 @@ def _rates(c: dict) -> dict:
         "speedup": spec / plain if plain else 0.0,
         "mean_accepted_length": 1 + c["num_accepted_tokens"] / c["num_drafts"] if c["num_drafts"] else 0.0,
         "acceptance_per_pos": acceptance_rates(c["accepted_per_pos"], c["tried_per_pos"]),
+        # the share of the speculative run's tokens that were copies of earlier text (lookup drafts)
+        "copied": c["num_lookup_accepted_tokens"] / c["speculative_tokens"] if c["speculative_tokens"] else 0.0,
     }
 
 
@@ -203,24 +208,25 @@ def _depths(rates: list[float], most: int = 6) -> str:
 
 def _table(result: dict) -> str:
     lines = [f"{'#':>3} {'workload':<16} {'prompt':>6} {'tokens':>6} {'plain tok/s':>11} {'spec tok/s':>10} "
-             f"{'speedup':>7} {'tau':>5} {'same':>4}"]
+             f"{'speedup':>7} {'tau':>5} {'copied':>6} {'same':>4}"]
     for r in result["rows"]:
         lines.append(f"{r['prompt']:>3} {r['workload'][:16]:<16} {r['prompt_tokens']:>6} {r['speculative_tokens']:>6} "
                      f"{r['plain_tok_s']:>11.1f} {r['speculative_tok_s']:>10.1f} {r['speedup']:>6.2f}x "
-                     f"{r['mean_accepted_length']:>5.2f} {'yes' if r['identical'] else 'NO':>4}")
+                     f"{r['mean_accepted_length']:>5.2f} {r['copied']:>6.0%} {'yes' if r['identical'] else 'NO':>4}")
     lines.append("")
     lines.append(f"{'workload':<16} {'prompts':>7} {'plain tok/s':>11} {'spec tok/s':>10} {'ratio':>6} {'tau':>5} "
-                 f"{'worst (#)':>12}  acceptance at depth 1, 2, ...")
+                 f"{'copied':>6} {'worst (#)':>12}  acceptance at depth 1, 2, ...")
     for w, v in result["workloads"].items():
         worst = f"{v['worst_speedup']:.2f}x ({v['worst_prompt']})"
         lines.append(f"{w[:16]:<16} {v['prompts']:>7} {v['plain_tok_s']:>11.1f} {v['speculative_tok_s']:>10.1f} "
-                     f"{v['speedup']:>5.2f}x {v['mean_accepted_length']:>5.2f} {worst:>12}  "
+                     f"{v['speedup']:>5.2f}x {v['mean_accepted_length']:>5.2f} {v['copied']:>6.0%} {worst:>12}  "
                      f"{_depths(v['acceptance_per_pos'])}")
     t = result["tree"]
     same = {True: "yes", False: "NO", None: "n/a (sampling)"}[result["identical"]]
     lines.append(f"all: plain {result['plain_tok_s']:.1f} tok/s, speculative {result['speculative_tok_s']:.1f} tok/s, "
                  f"ratio {result['speed_ratio']:.2f}x, mean accepted length {result['mean_accepted_length']:.2f}, "
-                 f"identical {same} | tree top_k={t['top_k']} depth={t['depth']}{' (adaptive)' if t['adaptive'] else ''} "
+                 f"identical {same} | tree top_k={t['top_k']} depth={t['depth']}{' (adaptive)' if t['adaptive'] else ''}"
+                 f"{' + lookup' if t.get('lookup') else ''} "
                  f"total={t['total_tokens']}, repeats {result['repeats']}, "
                  f"threads {result['threads']}, kv {result['kv_dtype']}")
     return "\n".join(lines)

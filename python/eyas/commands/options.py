@@ -28,8 +28,9 @@ def add_model_options(p) -> None:
                         "or f32")
     add_drafter_options(p)
     p.add_argument("--tree", default=None,
-                   help="draft tree 'TOP_K,DEPTH,TOTAL', 'chain:DEPTH' or 'auto[:MAX_DEPTH]' (default: the drafter's "
-                        "recommendation, else auto: a chain of 0-7 tokens per round, as deep as pays)")
+                   help="draft tree 'TOP_K,DEPTH,TOTAL', 'chain:DEPTH' or 'auto[:MAX_DEPTH][:nolookup]' (default: "
+                        "the drafter's recommendation, else auto: a chain of 0-7 tokens per round, as deep as pays, "
+                        "from the drafter or copied from earlier text; ':nolookup' drafts from the drafter alone)")
 
 
 def load_model(args):

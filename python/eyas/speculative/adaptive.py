@@ -35,6 +35,18 @@ def fixed_cost(d: int, context_share: float = 0.0) -> float:
     return 1.0 + d * (0.35 + NODE_ATTENTION * a) / (1.0 + a)
 
 
+# A copied draft (eyas.speculative.lookup) runs no drafter: a round costs its verify alone, ~0.2 of a
+# step per node at short context (Intel VM, 256 tokens: verifies of 2, 5 and 9 nodes cost 1.23, 1.73 and
+# 2.51 steps), against the drafter's chain's 0.35.
+VERIFY_NODE = 0.2
+
+
+def lookup_fixed_cost(d: int, context_share: float = 0.0) -> float:
+    """`fixed_cost` for a round that verifies d copied tokens: the same context term, no drafter."""
+    a = ATTENTION_WEIGHT * max(0.0, context_share)
+    return 1.0 + d * (VERIFY_NODE + NODE_ATTENTION * a) / (1.0 + a)
+
+
 class DepthChooser:
     """max_depth: deepest chain to draft. Call `choose()` before a round, `observe()` after it.
     cost: None to measure c(d) from the rounds' times, or a function d -> relative cost (then the
@@ -100,6 +112,18 @@ class DepthChooser:
         if not self.fixed:
             raise ValueError("[speculative] set_fixed_cost: this chooser measures its costs")
         self.cost = [float(cost(d)) for d in range(self.max_depth + 1)]
+
+    @property
+    def plain_cost(self) -> float | None:
+        """c(0): a plain step's measured seconds (None until timed), or the fixed model's 1."""
+        return self.cost[0]
+
+    def use_plain_cost(self, seconds: float | None) -> None:
+        """c(0) measured elsewhere: a chooser of copied drafts compares them with the plain steps that
+        the drafter's chooser times (it never runs plain steps of its own)."""
+        if not self.fixed and seconds is not None:
+            self.cost[0] = seconds
+            self.fresh[0] = True
 
     def acceptance(self, j: int) -> float:
         """p_j with a uniform prior (1 accepted out of 2 before any data)."""

@@ -13,7 +13,8 @@ from typing import Iterator
 
 import numpy as np
 
-from eyas.speculative.adaptive import DepthChooser, fixed_cost
+from eyas.speculative.adaptive import DepthChooser, fixed_cost, lookup_fixed_cost
+from eyas.speculative.lookup import PromptLookup, chain_tree
 from eyas.speculative.metrics import SpeculativeMetrics
 from eyas.speculative.policy import TreePolicy
 from eyas.speculative.proposer import Proposer
@@ -23,6 +24,7 @@ from eyas.speculative.rounds import Accepted, accept, commit, split_aux, verify
 # The last greedy generation's depth chooser per proposer: the next one starts from its costs and
 # acceptance (DepthChooser's `previous`). Weak keys: a dropped model takes its entry with it.
 _GREEDY_CHOOSERS: "weakref.WeakKeyDictionary[Proposer, DepthChooser]" = weakref.WeakKeyDictionary()
+_GREEDY_LOOKUP_CHOOSERS: "weakref.WeakKeyDictionary[Proposer, DepthChooser]" = weakref.WeakKeyDictionary()
 
 
 def choose_policy(policy, proposer: Proposer) -> TreePolicy:
@@ -90,18 +92,26 @@ class SpeculativeGenerator:
         # Greedy output never depends on the drafts, so there the depth may follow measured times;
         # under sampling it follows a fixed cost model, so a seed's draws do not depend on the load.
         greedy = sampling.greedy
-        chooser = None
+        chooser = lookup = copies = None  # copies: the chooser of copied drafts' depth
         if self.policy.adaptive:
             previous = _GREEDY_CHOOSERS.get(proposer) if greedy else None
             chooser = DepthChooser(self.policy.depth, cost=None if greedy else fixed_cost, previous=previous)
             if greedy:
                 _GREEDY_CHOOSERS[proposer] = chooser
+        if self.policy.lookup:  # copies of earlier text (eyas.speculative.lookup), where they pay
+            lookup = PromptLookup()
+            lookup.extend(ids)
+            lookup.extend([first])
+            previous = _GREEDY_LOOKUP_CHOOSERS.get(proposer) if greedy else None
+            copies = DepthChooser(self.policy.depth, cost=None if greedy else lookup_fixed_cost, previous=previous)
+            if greedy:
+                _GREEDY_LOOKUP_CHOOSERS[proposer] = copies
         weights = max(1, target.weight_bytes)
-        last = None  # (depth, accepted, start time) of the previous round: its cost runs to this round's start,
-        # so it includes what the caller does with each round's tokens (plain steps make more rounds)
+        last = None  # (chooser, depth, accepted, start time) of the previous round: its cost runs to this
+        # round's start, so it includes what the caller does with each round's tokens (plain steps make more rounds)
         while True:
             if last is not None:
-                chooser.observe(last[0], last[1], time.perf_counter() - last[2])
+                last[0].observe(last[1], last[2], time.perf_counter() - last[3])
                 last = None
             room = target.capacity - target.length
             if room < 2:  # no space left for a tree: finish with plain steps (the proposer is done)
@@ -113,9 +123,35 @@ class SpeculativeGenerator:
                     yield [root]
             policy = self.policy
             gated = greedy and self.draft_gate is not None and not self.draft_gate()
+            share = target.state_bytes / weights  # the fixed models' context term (sampling)
             if chooser and chooser.fixed:  # the fixed model's costs at this round's context
-                share = target.state_bytes / weights
                 chooser.set_fixed_cost(lambda d: fixed_cost(d, share))
+            copied = lookup.continuation(min(policy.depth, room - 1)) if lookup and not gated else []
+            if copied:
+                if copies.fixed:
+                    copies.set_fixed_cost(lambda d: lookup_fixed_cost(d, share))
+                else:
+                    copies.use_plain_cost(chooser.plain_cost)
+                depth = min(copies.choose(), len(copied))
+                if depth > 0:
+                    t0 = time.perf_counter()
+                    tree = chain_tree(int(pending_tokens[-1][-1]), copied[:depth])
+                    verified = verify(target, tree, self.n_features, self.lazy)
+                    t1 = time.perf_counter()
+                    acc = accept(verified, tree, sampling, rng, proposer.target_head)
+                    commit(target, acc)
+                    s = self.stats
+                    s.verify_s += t1 - t0
+                    s.accept_s += time.perf_counter() - t1
+                    s.observe(tree.size, len(acc.path) - 1)
+                    s.observe_lookup(depth, len(acc.path) - 1)
+                    last = (copies, depth, len(acc.path) - 1, t0)
+                    # The drafter reads these pairs at its next round, as it does a plain step's.
+                    pending_aux.append(verified.features[acc.path])
+                    pending_tokens.append(acc.tokens)
+                    lookup.extend(acc.tokens)
+                    yield acc.tokens.tolist()
+                    continue
             if gated:
                 depth = 0  # a plain step that the chooser neither schedules nor times
             else:
@@ -126,9 +162,11 @@ class SpeculativeGenerator:
                 features, tokens = self._plain_step(root, sampling, rng)
                 self.stats.verify_s += time.perf_counter() - t0
                 self.stats.observe(1, 0)
-                last = None if gated else (0, 0, t0)
+                last = None if gated else (chooser, 0, 0, t0)
                 pending_aux.append(features)
                 pending_tokens.append(tokens)
+                if lookup:
+                    lookup.extend(tokens)
                 yield tokens.tolist()
                 continue
             if policy.adaptive:
@@ -157,9 +195,11 @@ class SpeculativeGenerator:
                 # A catch-up ingest (the prompt, or the pairs of the plain steps since the last draft) is
                 # paid once for many rounds, not by this one: its time would make drafting look dearer.
                 catch_up = len(pairs) > depth + 1 or proposer.caught_up
-                last = (tree.size - 1, len(acc.path) - 1, t_ingested if catch_up else t0)
+                last = (chooser, tree.size - 1, len(acc.path) - 1, t_ingested if catch_up else t0)
             # The accepted nodes' features pair with the tokens that follow them (reference §3.1).
             pending_aux, pending_tokens = [verified.features[acc.path]], [acc.tokens]
+            if lookup:
+                lookup.extend(acc.tokens)
             yield acc.tokens.tolist()
 
     def _plain_step(self, root: int, sampling, rng) -> tuple[np.ndarray, np.ndarray]:

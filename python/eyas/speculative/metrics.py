@@ -14,6 +14,10 @@ class SpeculativeMetrics:
     # [d-1]: rounds that drafted depth d after accepting depth d - 1, so accepted_per_pos[d-1] /
     # tried_per_pos[d-1] is the acceptance rate at depth d given the path got there.
     tried_per_pos: list = dataclasses.field(default_factory=list)
+    # Rounds whose drafts were copied from earlier text (eyas.speculative.lookup), included in the above.
+    num_lookup_drafts: int = 0
+    num_lookup_draft_tokens: int = 0
+    num_lookup_accepted_tokens: int = 0
     propose_s: float = 0.0
     verify_s: float = 0.0
     accept_s: float = 0.0
@@ -26,6 +30,12 @@ class SpeculativeMetrics:
         self.num_accepted_tokens += accepted
         _count(self.accepted_per_pos, accepted)
         _count(self.tried_per_pos, min(depth, accepted + 1))
+
+    def observe_lookup(self, drafted: int, accepted: int) -> None:
+        """A round of copied drafts (also given to `observe`)."""
+        self.num_lookup_drafts += 1
+        self.num_lookup_draft_tokens += drafted
+        self.num_lookup_accepted_tokens += accepted
 
     @property
     def acceptance_per_pos(self) -> list[float]:
@@ -47,6 +57,9 @@ class SpeculativeMetrics:
             "acceptance_per_pos": self.acceptance_per_pos,
             "mean_accepted_length": self.mean_accepted_length,
             "mean_tree_size": 1.0 + self.num_draft_tokens / self.num_drafts if self.num_drafts else 0.0,
+            "num_lookup_drafts": self.num_lookup_drafts,
+            "num_lookup_draft_tokens": self.num_lookup_draft_tokens,
+            "num_lookup_accepted_tokens": self.num_lookup_accepted_tokens,
             "propose_s": self.propose_s,
             "verify_s": self.verify_s,
             "accept_s": self.accept_s,

@@ -1,0 +1,170 @@
+"""Copied drafts (eyas.speculative.lookup): the n-gram index against a brute-force search, and the
+generator's lookup rounds keeping greedy output identical, the drafter's pairs complete and in
+order, sampled output on the target's distribution and a seed's output reproducible."""
+
+import numpy as np
+import pytest
+
+from eyas import _core
+from eyas.generation import plain_steps
+from eyas.sampling import SamplingParams
+from eyas.speculative import Eagle3Proposer, SpeculativeGenerator, TreePolicy
+from eyas.speculative import generator as generator_module
+from eyas.speculative.lookup import PromptLookup, chain_tree
+from tests.parity.cases_speculative import build, random_checkpoint
+from tests.test_sampling import chi2, filtered_distribution
+from tests.test_speculative_adaptive import Scripted
+from tests.test_speculative_greedy import AUX, make_target, probe_logits, take
+
+
+def brute_continuation(seq, k, min_n=PromptLookup.MIN_N, max_n=PromptLookup.MAX_N):
+    """The longest suffix (max_n down to min_n) that occurred earlier; what followed its latest occurrence."""
+    for n in range(min(max_n, len(seq)), min_n - 1, -1):
+        suffix = seq[len(seq) - n :]
+        for start in range(len(seq) - n - 1, -1, -1):
+            if seq[start : start + n] == suffix:
+                return seq[start + n : start + n + k]
+    return []
+
+
+def index_of(seq):
+    lk = PromptLookup()
+    lk.extend(seq)
+    return lk
+
+
+def test_continuation_prefers_the_longest_match_then_the_latest():
+    assert index_of([1, 2, 3, 9, 1, 2]).continuation(3) == [3, 9, 1]
+    # (7, 8)'s latest occurrence is followed by 1, but the 4-gram (5, 6, 7, 8) occurred too: its follower wins
+    assert index_of([5, 6, 7, 8, 0, 7, 8, 1, 0, 5, 6, 7, 8]).continuation(2) == [0, 7]
+    assert index_of([1, 2, 3, 1, 2, 4, 1, 2]).continuation(3) == [4, 1, 2]  # the latest of equal matches
+    assert index_of([1, 2, 3, 1, 2]).continuation(9) == [3, 1, 2]  # runs up to the end, not past it
+    assert index_of([4, 1, 2, 1]).continuation(3) == []  # one shared token is not a match
+    assert index_of([]).continuation(3) == [] and index_of([7]).continuation(3) == []
+
+
+def test_continuation_matches_a_brute_force_search_as_tokens_arrive():
+    rng = np.random.default_rng(0)
+    for vocab in (3, 8):
+        seq = rng.integers(0, vocab, 300).tolist()
+        lk = PromptLookup()
+        for i, t in enumerate(seq):
+            lk.extend([t])
+            for k in (1, 5):
+                assert lk.continuation(k) == brute_continuation(seq[: i + 1], k), (vocab, i, k)
+        assert index_of(np.array(seq, np.int32)).continuation(4) == brute_continuation(seq, 4)
+
+
+def test_chain_tree():
+    t = chain_tree(9, [4, 5])
+    assert t.tokens.tolist() == [9, 4, 5] and t.parents.tolist() == [-1, 0, 1] and t.depths.tolist() == [0, 1, 2]
+    assert t.mask.tolist() == [[1, 0, 0], [1, 1, 0], [1, 1, 1]] and t.size == 3
+
+
+def looping_setup(lazy=True):
+    """A near-bigram target (its greedy output soon loops, so copies land) and a random drafter."""
+    spec, core = make_target(mix=0.05)
+    cfg, t = random_checkpoint(1, spec, draft_vocab=48)
+    drafter = build(spec, core, cfg, t)
+    drafter.lazy_logits = lazy
+    return spec, core, drafter
+
+
+@pytest.mark.parametrize("lazy", [True, False])
+def test_lookup_rounds_keep_greedy_output_identical(lazy):
+    spec, core, drafter = looping_setup(lazy)
+    plain_t = _core.Transformer(spec, core, max_context=256, aux_layers=AUX)
+    speculative_t = _core.Transformer(spec, core, max_context=256, aux_layers=drafter.aux_layers)
+    rng = np.random.default_rng(4)
+    copied = 0
+    for prompt in [rng.integers(0, 64, n).tolist() for n in (1, 9, 30)] + [[3, 4, 5, 6] * 6]:
+        want = take(plain_steps(plain_t, prompt, SamplingParams()), 80)
+        gen = SpeculativeGenerator(speculative_t, Eagle3Proposer(drafter), TreePolicy.auto(4))
+        assert take(gen.steps(prompt, SamplingParams()), 80) == want
+        assert np.array_equal(probe_logits(speculative_t, len(prompt) + 79).view(np.uint32),
+                              probe_logits(plain_t, len(prompt) + 79).view(np.uint32))
+        copied += gen.metrics()["num_lookup_accepted_tokens"]
+    assert copied > 20, "the copies never landed: the test exercises nothing"
+
+
+def test_nolookup_policy_drafts_no_copies():
+    spec, core, drafter = looping_setup()
+    target = _core.Transformer(spec, core, max_context=256, aux_layers=drafter.aux_layers)
+    prompt = [3, 4, 5, 6] * 6
+    on = SpeculativeGenerator(target, Eagle3Proposer(drafter), TreePolicy.auto(4))
+    a = take(on.steps(prompt, SamplingParams()), 60)
+    off = SpeculativeGenerator(target, Eagle3Proposer(drafter), TreePolicy.parse("auto:4:nolookup"))
+    assert take(off.steps(prompt, SamplingParams()), 60) == a
+    assert on.metrics()["num_lookup_drafts"] > 0 and off.metrics()["num_lookup_drafts"] == 0
+
+
+@pytest.mark.parametrize("lazy", [True, False])
+def test_every_committed_pair_reaches_the_drafter_once_in_order_through_lookup_rounds(monkeypatch, lazy):
+    """Lookup rounds skip the proposer, as plain steps do: before its next propose it ingests their
+    pairs, so over a generation it sees exactly the committed sequence with the features a plain
+    forward of it captures. Scripted depths mix copies, drafts and plain steps at known rounds."""
+    spec, core, drafter = looping_setup(lazy)
+    monkeypatch.setattr(generator_module, "DepthChooser", Scripted)
+    calls = []
+
+    class Recording(Eagle3Proposer):
+        def ingest(self, features, tokens):
+            calls.append((features.copy(), tokens.copy()))
+            super().ingest(features, tokens)
+
+    target = _core.Transformer(spec, core, max_context=256, aux_layers=drafter.aux_layers)
+    prompt = [5, 17, 2, 40, 5, 17]
+    gen = SpeculativeGenerator(target, Recording(drafter), TreePolicy.auto(3))
+    seq = prompt + take(gen.steps(prompt, SamplingParams()), 100)
+    assert gen.metrics()["num_lookup_drafts"] > 5
+    aux = np.concatenate([a for a, _ in calls])
+    tokens = np.concatenate([tk for _, tk in calls]).tolist()
+    assert len(calls) >= 2 and len(tokens) > 20
+    assert tokens == seq[1 : 1 + len(tokens)]
+    ref = _core.Transformer(spec, core, max_context=256, aux_layers=AUX)
+    want = ref.forward(np.array(seq[: len(tokens)], np.int32), logits="none", capture_aux=True)["aux"]
+    assert np.array_equal(aux.view(np.uint32), want.view(np.uint32))
+
+
+def test_sampled_lookup_rounds_depend_on_the_seed_alone():
+    spec, core, drafter = looping_setup()
+    target = _core.Transformer(spec, core, max_context=256, aux_layers=drafter.aux_layers)
+    runs, metrics = [], []
+    for seed in (11, 11, 12):
+        gen = SpeculativeGenerator(target, Eagle3Proposer(drafter), TreePolicy.auto(3))
+        runs.append(take(gen.steps([4, 5, 6, 4, 5], SamplingParams(temperature=0.1, seed=seed)), 80))
+        metrics.append({k: v for k, v in gen.metrics().items() if not k.endswith("_s")})
+    assert runs[0] == runs[1] and runs[0] != runs[2] and metrics[0] == metrics[1]
+    assert metrics[0]["num_lookup_accepted_tokens"] > 0
+
+
+def test_a_sampled_lookup_round_draws_from_the_target_distribution():
+    """The prompt holds x followed by every token, so whatever the first token t1, the first round
+    drafts a copy (x). The round's token t2 must still follow the target: its counts over many seeds
+    against the exact marginal sum_t1 p(t1 | P) p(t2 | P, t1)."""
+    spec, core, drafter = looping_setup()
+    temperature, x = 0.7, 7
+    prompt = [tok for t in range(64) for tok in (x, t)] + [x]
+    ref = _core.Transformer(spec, core, max_context=256, aux_layers=AUX)
+    first = ref.forward(np.array(prompt, np.int32), logits="last")["logits"][-1]
+    p1 = filtered_distribution(first, temperature)
+    ref.commit(np.arange(len(prompt), dtype=np.int32))
+    exact = np.zeros(64)
+    for t1 in np.flatnonzero(p1 > 1e-9):
+        ref.truncate(len(prompt))
+        row = ref.forward(np.array([t1], np.int32), logits="last")["logits"][-1]
+        exact += p1[t1] * filtered_distribution(row, temperature)
+    target = _core.Transformer(spec, core, max_context=256, aux_layers=drafter.aux_layers)
+    proposer = Eagle3Proposer(drafter)
+    counts, copied = np.zeros(64), 0
+    n = 3000
+    for seed in range(n):
+        gen = SpeculativeGenerator(target, proposer, TreePolicy.auto(1))
+        t2 = take(gen.steps(prompt, SamplingParams(temperature=temperature, seed=seed)), 2)[1]
+        counts[t2] += 1
+        copied += gen.metrics()["num_lookup_drafts"]
+    assert copied == n, "every first round should draft the copy"
+    keep = exact * n >= 5  # pool the rare tokens into one cell
+    stat, df = chi2(np.append(counts[keep], counts[~keep].sum()), np.append(exact[keep], exact[~keep].sum()))
+    limit = df + 6 * np.sqrt(2 * df)
+    assert stat < limit, f"chi2 {stat:.1f} >= {limit:.1f} (df {df})"
