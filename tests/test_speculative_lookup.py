@@ -18,13 +18,14 @@ from tests.test_speculative_greedy import AUX, make_target, probe_logits, take
 
 
 def brute_continuation(seq, k, min_n=PromptLookup.MIN_N, max_n=PromptLookup.MAX_N):
-    """The longest suffix (max_n down to min_n) that occurred earlier; what followed its latest occurrence."""
+    """The longest suffix (max_n down to min_n) that occurred earlier: what followed its latest
+    occurrence, and its length."""
     for n in range(min(max_n, len(seq)), min_n - 1, -1):
         suffix = seq[len(seq) - n :]
         for start in range(len(seq) - n - 1, -1, -1):
             if seq[start : start + n] == suffix:
-                return seq[start + n : start + n + k]
-    return []
+                return seq[start + n : start + n + k], n
+    return [], 0
 
 
 def index_of(seq):
@@ -34,13 +35,13 @@ def index_of(seq):
 
 
 def test_continuation_prefers_the_longest_match_then_the_latest():
-    assert index_of([1, 2, 3, 9, 1, 2]).continuation(3) == [3, 9, 1]
+    assert index_of([1, 2, 3, 9, 1, 2]).continuation(3) == ([3, 9, 1], 2)
     # (7, 8)'s latest occurrence is followed by 1, but the 4-gram (5, 6, 7, 8) occurred too: its follower wins
-    assert index_of([5, 6, 7, 8, 0, 7, 8, 1, 0, 5, 6, 7, 8]).continuation(2) == [0, 7]
-    assert index_of([1, 2, 3, 1, 2, 4, 1, 2]).continuation(3) == [4, 1, 2]  # the latest of equal matches
-    assert index_of([1, 2, 3, 1, 2]).continuation(9) == [3, 1, 2]  # runs up to the end, not past it
-    assert index_of([4, 1, 2, 1]).continuation(3) == []  # one shared token is not a match
-    assert index_of([]).continuation(3) == [] and index_of([7]).continuation(3) == []
+    assert index_of([5, 6, 7, 8, 0, 7, 8, 1, 0, 5, 6, 7, 8]).continuation(2) == ([0, 7], 4)
+    assert index_of([1, 2, 3, 1, 2, 4, 1, 2]).continuation(3) == ([4, 1, 2], 2)  # the latest of equal matches
+    assert index_of([1, 2, 3, 1, 2]).continuation(9) == ([3, 1, 2], 2)  # runs up to the end, not past it
+    assert index_of([4, 1, 2, 1]).continuation(3) == ([], 0)  # one shared token is not a match
+    assert index_of([]).continuation(3) == ([], 0) and index_of([7]).continuation(3) == ([], 0)
 
 
 def test_continuation_matches_a_brute_force_search_as_tokens_arrive():

@@ -24,7 +24,7 @@ from eyas.speculative.rounds import Accepted, accept, commit, split_aux, verify
 # The last greedy generation's depth chooser per proposer: the next one starts from its costs and
 # acceptance (DepthChooser's `previous`). Weak keys: a dropped model takes its entry with it.
 _GREEDY_CHOOSERS: "weakref.WeakKeyDictionary[Proposer, DepthChooser]" = weakref.WeakKeyDictionary()
-_GREEDY_LOOKUP_CHOOSERS: "weakref.WeakKeyDictionary[Proposer, DepthChooser]" = weakref.WeakKeyDictionary()
+_GREEDY_LOOKUP_CHOOSERS: "weakref.WeakKeyDictionary[Proposer, dict[int, DepthChooser]]" = weakref.WeakKeyDictionary()
 
 
 def choose_policy(policy, proposer: Proposer) -> TreePolicy:
@@ -92,7 +92,7 @@ class SpeculativeGenerator:
         # Greedy output never depends on the drafts, so there the depth may follow measured times;
         # under sampling it follows a fixed cost model, so a seed's draws do not depend on the load.
         greedy = sampling.greedy
-        chooser = lookup = copies = None  # copies: the chooser of copied drafts' depth
+        chooser = lookup = copies = None  # copies: match length -> the chooser of copied drafts' depth
         if self.policy.adaptive:
             previous = _GREEDY_CHOOSERS.get(proposer) if greedy else None
             chooser = DepthChooser(self.policy.depth, cost=None if greedy else fixed_cost, previous=previous)
@@ -102,8 +102,11 @@ class SpeculativeGenerator:
             lookup = PromptLookup()
             lookup.extend(ids)
             lookup.extend([first])
-            previous = _GREEDY_LOOKUP_CHOOSERS.get(proposer) if greedy else None
-            copies = DepthChooser(self.policy.depth, cost=None if greedy else lookup_fixed_cost, previous=previous)
+            # One chooser per match length: their acceptance differs (a longer match is right more often).
+            previous = _GREEDY_LOOKUP_CHOOSERS.get(proposer, {}) if greedy else {}
+            copies = {n: DepthChooser(self.policy.depth, cost=None if greedy else lookup_fixed_cost,
+                                      previous=previous.get(n))
+                      for n in range(lookup.MIN_N, lookup.MAX_N + 1)}
             if greedy:
                 _GREEDY_LOOKUP_CHOOSERS[proposer] = copies
         weights = max(1, target.weight_bytes)
@@ -126,13 +129,14 @@ class SpeculativeGenerator:
             share = target.state_bytes / weights  # the fixed models' context term (sampling)
             if chooser and chooser.fixed:  # the fixed model's costs at this round's context
                 chooser.set_fixed_cost(lambda d: fixed_cost(d, share))
-            copied = lookup.continuation(min(policy.depth, room - 1)) if lookup and not gated else []
+            copied, n = lookup.continuation(min(self.policy.depth, room - 1)) if lookup and not gated else ([], 0)
             if copied:
-                if copies.fixed:
-                    copies.set_fixed_cost(lambda d: lookup_fixed_cost(d, share))
+                copier = copies[n]
+                if copier.fixed:
+                    copier.set_fixed_cost(lambda d: lookup_fixed_cost(d, share))
                 else:
-                    copies.use_plain_cost(chooser.plain_cost)
-                depth = min(copies.choose(), len(copied))
+                    copier.use_plain_cost(chooser.plain_cost)
+                depth = min(copier.choose(), len(copied))
                 if depth > 0:
                     t0 = time.perf_counter()
                     tree = chain_tree(int(pending_tokens[-1][-1]), copied[:depth])
@@ -145,7 +149,7 @@ class SpeculativeGenerator:
                     s.accept_s += time.perf_counter() - t1
                     s.observe(tree.size, len(acc.path) - 1)
                     s.observe_lookup(depth, len(acc.path) - 1)
-                    last = (copies, depth, len(acc.path) - 1, t0)
+                    last = (copier, depth, len(acc.path) - 1, t0)
                     # The drafter reads these pairs at its next round, as it does a plain step's.
                     pending_aux.append(verified.features[acc.path])
                     pending_tokens.append(acc.tokens)

@@ -17,7 +17,9 @@ from eyas.speculative.rounds import DraftTree
 class PromptLookup:
     """An index of every n-gram (MIN_N <= n <= MAX_N) of the committed sequence to the position
     after its latest occurrence. `continuation(k)` matches the longest suffix that occurred before and
-    returns up to k tokens that followed it there."""
+    returns up to k tokens that followed it there, with the match's length (a longer match is right
+    more often: on the default model's replies a first copied token lands ~0.5 of the time after a
+    2-token match and ~0.9 after a 4-token one)."""
 
     MIN_N = 2  # a single shared token predicts the next one too rarely to be worth a verify node
     MAX_N = 4  # longer matches add little over 4 tokens of agreement
@@ -37,15 +39,15 @@ class PromptLookup:
                     break
                 follow[tuple(seq[at - n : at])] = at
 
-    def continuation(self, k: int) -> list[int]:
-        """Up to k tokens that followed the latest earlier occurrence of the longest matching suffix
-        (n from MAX_N down to MIN_N); [] when no suffix occurred before."""
+    def continuation(self, k: int) -> tuple[list[int], int]:
+        """(up to k tokens that followed the latest earlier occurrence of the longest matching suffix,
+        that suffix's length n, MAX_N down to MIN_N); ([], 0) when no suffix occurred before."""
         seq = self.tokens
         for n in range(min(self.MAX_N, len(seq)), self.MIN_N - 1, -1):
             at = self._next.get(tuple(seq[len(seq) - n :]))
             if at is not None:
-                return seq[at : at + k]
-        return []
+                return seq[at : at + k], n
+        return [], 0
 
 
 def chain_tree(root: int, drafts: list[int]) -> DraftTree:
