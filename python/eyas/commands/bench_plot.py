@@ -61,7 +61,7 @@ def plot(result: dict, path: str | Path) -> None:
         right.legend(loc="lower left", fontsize="small")
     t = result["tree"]
     fig.suptitle(f"eyas bench: temperature {result['temperature']}, tree top_k={t['top_k']} depth={t['depth']}"
-                 f"{' (adaptive)' if t['adaptive'] else ''}, {result['repeats']} repeat(s), "
+                 f"{' (adaptive)' if t['adaptive'] else ''}{' + lookup' if t.get('lookup') else ''}, {result['repeats']} repeat(s), "
                  f"{result['threads']} thread(s)", fontsize="medium")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
