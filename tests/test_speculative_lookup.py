@@ -17,10 +17,12 @@ from tests.test_speculative_adaptive import Scripted
 from tests.test_speculative_greedy import AUX, make_target, probe_logits, take
 
 
-def brute_continuation(seq, k, min_n=PromptLookup.MIN_N, max_n=PromptLookup.MAX_N):
-    """The longest suffix (max_n down to min_n) that occurred earlier: what followed its latest
-    occurrence, and its length."""
-    for n in range(min(max_n, len(seq)), min_n - 1, -1):
+def brute_continuation(seq, k, sizes=PromptLookup.SIZES):
+    """The longest suffix (of `sizes`) that occurred earlier: what followed its latest occurrence, and
+    its length."""
+    for n in sorted(sizes, reverse=True):
+        if n > len(seq):
+            continue
         suffix = seq[len(seq) - n :]
         for start in range(len(seq) - n - 1, -1, -1):
             if seq[start : start + n] == suffix:
@@ -41,12 +43,16 @@ def test_continuation_prefers_the_longest_match_then_the_latest():
     assert index_of([1, 2, 3, 1, 2, 4, 1, 2]).continuation(3) == ([4, 1, 2], 2)  # the latest of equal matches
     assert index_of([1, 2, 3, 1, 2]).continuation(9) == ([3, 1, 2], 2)  # runs up to the end, not past it
     assert index_of([4, 1, 2, 1]).continuation(3) == ([], 0)  # one shared token is not a match
+    # 5 to 7 shared tokens count as a 4-token match; 8 as one of 8
+    loop = [9, 1, 2, 3, 4, 5, 6, 7, 8]
+    assert index_of(loop + [0] + loop[:7]).continuation(2) == ([7, 8], 4)
+    assert index_of(loop + [0] + loop).continuation(2) == ([0, 9], 8)
     assert index_of([]).continuation(3) == ([], 0) and index_of([7]).continuation(3) == ([], 0)
 
 
 def test_continuation_matches_a_brute_force_search_as_tokens_arrive():
     rng = np.random.default_rng(0)
-    for vocab in (3, 8):
+    for vocab in (2, 3, 8):
         seq = rng.integers(0, vocab, 300).tolist()
         lk = PromptLookup()
         for i, t in enumerate(seq):

@@ -106,7 +106,7 @@ class SpeculativeGenerator:
             previous = _GREEDY_LOOKUP_CHOOSERS.get(proposer, {}) if greedy else {}
             copies = {n: DepthChooser(self.policy.depth, cost=None if greedy else lookup_fixed_cost,
                                       previous=previous.get(n))
-                      for n in range(lookup.MIN_N, lookup.MAX_N + 1)}
+                      for n in lookup.SIZES}
             if greedy:
                 _GREEDY_LOOKUP_CHOOSERS[proposer] = copies
         weights = max(1, target.weight_bytes)
