@@ -138,7 +138,7 @@ class Scripted:
     CYCLE = [0, 0, 2, 0, 3, 1, 0, 3, 3, 0]
     plain_cost = None
 
-    def __init__(self, max_depth, cost=None, previous=None):
+    def __init__(self, max_depth, cost=None, previous=None, costs_of=None):
         self.i, self.seen = -1, []
         self.fixed = cost is not None
 
@@ -368,3 +368,20 @@ def test_sampled_rounds_price_the_context(monkeypatch):
     seen.clear()
     m.generate(long_prompt, max_tokens=6, temperature=0.8, seed=3)
     assert seen[0] == costs["long"]  # the same context gives the same model on every run
+
+
+def test_choosers_can_share_one_cost_table():
+    """Copies of every match size cost the same per depth: a chooser built with costs_of prices its
+    depths from the rounds of both, while its acceptance stays its own."""
+    a = DepthChooser(3)
+    b = DepthChooser(3, costs_of=a)
+    run(a, 40, accepted_of=lambda d: d, cost_of=lambda d: 1.0 + 0.2 * d)
+    assert b.cost is a.cost and b.cost[1] == pytest.approx(1.2)
+    assert b.tried == [0.0] * 4 and a.tried[1] > 0
+    b.choose(), b.choose()
+    b.observe(2, 0, 5.0)  # b's own round moves the shared price of depth 2
+    assert a.cost[2] == pytest.approx(0.8 * 1.4 + 0.2 * 5.0)
+    with pytest.raises(ValueError, match=r"\[speculative\] costs_of"):
+        DepthChooser(4, costs_of=a)
+    with pytest.raises(ValueError, match=r"\[speculative\] costs_of"):
+        DepthChooser(3, cost=lambda d: 1.0, costs_of=a)

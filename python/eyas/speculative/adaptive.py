@@ -73,12 +73,17 @@ class DepthChooser:
     # turns it back to plain steps within a handful of rounds.
     CARRIED_TRIES = 4.0
 
-    def __init__(self, max_depth: int, cost=None, previous: "DepthChooser | None" = None):
+    def __init__(self, max_depth: int, cost=None, previous: "DepthChooser | None" = None,
+                 costs_of: "DepthChooser | None" = None):
         """previous: the chooser of the previous generation with the same drafter (greedy only: the
         choice may then depend on earlier requests, which greedy output never does). Its measured
         costs and, as a few tries' worth (CARRIED_TRIES), its acceptance carry over, so a new generation starts where the
         last one ended instead of re-measuring (on content the drafter predicts badly, each
-        generation would otherwise pay for its own first drafts)."""
+        generation would otherwise pay for its own first drafts).
+        costs_of: another chooser whose cost table this one shares (measured and updated in place by
+        both), for rounds that cost the same whatever their acceptance: copied drafts of every match
+        size, so each of them prices its depths from all their rounds.
+        """
         if not isinstance(max_depth, int) or max_depth < 1:
             raise ValueError(f"[speculative] max_depth must be an integer >= 1, got {max_depth!r}")
         self.max_depth = max_depth
@@ -106,12 +111,16 @@ class DepthChooser:
             self.accepted = [k * a for k, a in zip(scale, previous.accepted)]
             self._probe_gap = previous._probe_gap  # probes stay as rare as they had become
             self._next_probe = previous._probe_gap
+        if costs_of is not None:  # one cost table for rounds that cost the same (copies of any match size)
+            if costs_of.max_depth != max_depth or costs_of.fixed != self.fixed:
+                raise ValueError("[speculative] costs_of must have the same max_depth and cost kind")
+            self.cost, self.fresh = costs_of.cost, costs_of.fresh
 
     def set_fixed_cost(self, cost) -> None:
         """A fixed-cost chooser's model for the coming rounds (it changes with the context length)."""
         if not self.fixed:
             raise ValueError("[speculative] set_fixed_cost: this chooser measures its costs")
-        self.cost = [float(cost(d)) for d in range(self.max_depth + 1)]
+        self.cost[:] = [float(cost(d)) for d in range(self.max_depth + 1)]  # in place: costs_of shares the list
 
     @property
     def plain_cost(self) -> float | None:

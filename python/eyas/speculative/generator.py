@@ -102,11 +102,13 @@ class SpeculativeGenerator:
             lookup = PromptLookup()
             lookup.extend(ids)
             lookup.extend([first])
-            # One chooser per match length: their acceptance differs (a longer match is right more often).
             previous = _GREEDY_LOOKUP_CHOOSERS.get(proposer, {}) if greedy else {}
-            copies = {n: DepthChooser(self.policy.depth, cost=None if greedy else lookup_fixed_cost,
-                                      previous=previous.get(n))
-                      for n in lookup.SIZES}
+            # One chooser per match size (their acceptance differs: a longer match is right more often),
+            # sharing one cost table (a copy round costs the same whatever the match).
+            copies = {}
+            for n in lookup.SIZES:
+                copies[n] = DepthChooser(self.policy.depth, cost=None if greedy else lookup_fixed_cost,
+                                         previous=previous.get(n), costs_of=copies.get(lookup.SIZES[0]))
             if greedy:
                 _GREEDY_LOOKUP_CHOOSERS[proposer] = copies
         weights = max(1, target.weight_bytes)
