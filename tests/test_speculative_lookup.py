@@ -175,3 +175,68 @@ def test_a_sampled_lookup_round_draws_from_the_target_distribution():
     stat, df = chi2(np.append(counts[keep], counts[~keep].sum()), np.append(exact[keep], exact[~keep].sum()))
     limit = df + 6 * np.sqrt(2 * df)
     assert stat < limit, f"chi2 {stat:.1f} >= {limit:.1f} (df {df})"
+
+
+# ---- the "lookup" family: copies only, for targets with no drafter ---------------------------------
+
+
+def test_the_lookup_family_keeps_greedy_output_identical_without_a_drafter():
+    from eyas.speculative.proposers.lookup import LookupProposer
+
+    spec, core = make_target(mix=0.05)
+    plain_t = _core.Transformer(spec, core, max_context=256)
+    target = _core.Transformer(spec, core, max_context=256, aux_layers=[])  # nothing to capture
+    copied = 0
+    for prompt in ([3, 4, 5, 6] * 6, [9, 1, 2]):
+        want = take(plain_steps(plain_t, prompt, SamplingParams()), 80)
+        gen = SpeculativeGenerator(target, LookupProposer(), None)
+        assert take(gen.steps(prompt, SamplingParams()), 80) == want
+        m = gen.metrics()
+        assert m["num_lookup_drafts"] == m["num_draft_tokens"] > 0 or m["num_draft_tokens"] == 0
+        copied += m["num_lookup_accepted_tokens"]
+    assert copied > 20
+    runs = [take(SpeculativeGenerator(target, LookupProposer(), None).steps(
+        [3, 4, 5, 6] * 6, SamplingParams(temperature=0.1, seed=s)), 60) for s in (5, 5, 6)]
+    assert runs[0] == runs[1] != runs[2]
+
+
+def test_the_lookup_family_drafts_only_copies():
+    from eyas.speculative.proposers.lookup import LookupProposer
+
+    spec, core = make_target()
+    target = _core.Transformer(spec, core, max_context=64, aux_layers=[])
+    for tree in ("chain:3", "2,3,6", "auto:nolookup"):
+        with pytest.raises(ValueError, match=r"\[speculative\] the 'lookup' family has no drafter"):
+            SpeculativeGenerator(target, LookupProposer(), tree)
+    with pytest.raises(ValueError, match=r"\[speculative\] the lookup family has no drafter"):
+        LookupProposer().propose(TreePolicy.chain(2))
+
+
+def test_default_drafter_falls_back_to_copies_when_none_is_bundled():
+    import types
+
+    from eyas.speculative import make_proposer
+    from eyas.speculative.proposers.lookup import LookupProposer
+
+    spec, core = make_target()
+    tiny = types.SimpleNamespace(spec=spec, weights=core)  # no bundled drafter has its vocabulary
+    assert isinstance(make_proposer("eagle3", "default", tiny), LookupProposer)
+    assert isinstance(make_proposer("lookup", "default", tiny), LookupProposer)
+    assert make_proposer("eagle3", "none", tiny) is None
+    with pytest.raises(ValueError, match=r"\[speculative\] the lookup family takes no drafter checkpoint"):
+        make_proposer("lookup", "some/folder", tiny)
+
+
+def test_the_lookup_family_keeps_a_cached_prompt():
+    """It holds no per-pair state, so prompt caching keeps as much as it does for plain decoding."""
+    from eyas.generation import stream
+    from eyas.speculative.generator import kept_positions
+    from eyas.speculative.proposers.lookup import LookupProposer
+
+    spec, core = make_target(mix=0.05)
+    target = _core.Transformer(spec, core, max_context=256, aux_layers=[])
+    prompt = [3, 4, 5, 6] * 6
+    first = take(stream(target, prompt, SamplingParams(), proposer=LookupProposer()), 30)
+    assert kept_positions(target, LookupProposer(), len(prompt)) == len(prompt) - 1
+    again = take(stream(target, prompt, SamplingParams(), proposer=LookupProposer(), cached=len(prompt) - 1), 30)
+    assert again == first

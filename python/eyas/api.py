@@ -220,9 +220,9 @@ def load(model: str | Path | None = None, *, drafter="default", drafter_family: 
          device: str | None = None) -> Model:
     """Load a GGUF file or HF folder (default: the bundled SmolLM2-135M-Instruct Q4_1).
 
-    drafter: a drafter checkpoint folder, "default" (the bundled drafter that fits the model; plain
-    decoding if none does) or "none". drafter_family: which proposer family reads it ("eagle3"), or
-    "none" for plain decoding (`drafter_families()` lists the choices). The families that combine
+    drafter: a drafter checkpoint folder, "default" (the bundled drafter that fits the model; if none
+    does, the "lookup" family: no drafter, copies of earlier text where they pay) or "none" (plain
+    decoding). drafter_family: which proposer family reads it ("eagle3"), or "none" for plain decoding (`drafter_families()` lists the choices). The families that combine
     others, "auto" and "parallel", take "default" (each family's bundled drafter: eagle3 and hydra)
     or a {family: drafter} mapping naming the families (docs/speculative.md §11).
 

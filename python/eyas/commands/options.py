@@ -7,12 +7,12 @@ from eyas.api import DEFAULT_DRAFTER_FAMILY, DEFAULT_KV_DTYPE, DEFAULT_MAX_CONTE
 
 def add_drafter_options(p) -> None:
     p.add_argument("--drafter", default="default",
-                   help="drafter checkpoint folder, 'default' (the bundled drafter that fits the model; plain "
-                        "decoding if none does) or 'none' (plain decoding)")
+                   help="drafter checkpoint folder, 'default' (the bundled drafter that fits the model; if none "
+                        "does, copies of earlier text only: the 'lookup' family) or 'none' (plain decoding)")
     p.add_argument("--drafter-family", choices=drafter_families(), default=DEFAULT_DRAFTER_FAMILY,
                    help=f"which proposer reads the drafter (default: {DEFAULT_DRAFTER_FAMILY}; 'none': plain decoding; "
                         "'auto'/'parallel': the bundled drafters of several families, one per round chosen "
-                        "from acceptance / all merged into one tree)")
+                        "from acceptance / all merged into one tree; 'lookup': no drafter, copies of earlier text)")
 
 
 def add_model_options(p) -> None:

@@ -201,6 +201,12 @@ class DepthChooser:
         self._probe += 1
         return d + 1 if self._probe % 2 == 1 and d < self.max_depth else d - 1
 
+    def plain_round(self) -> int:
+        """Instead of `choose()` when the round must be a plain step (a proposer with no drafter, whose
+        rounds are copies or plain steps): counted like a chosen one, so its time prices c(0)."""
+        self.rounds += 1
+        return 0
+
     def observe(self, depth: int, accepted: int, seconds: float) -> None:
         """depth: tokens drafted this round; accepted: how many of them the target accepted."""
         if not 0 <= depth <= self.max_depth or not 0 <= accepted <= depth:

@@ -57,6 +57,9 @@ class SpeculativeGenerator:
         if aux != feats and not self.lazy:
             raise ValueError(f"[speculative] the target captures aux layers {aux}, the proposer needs "
                              f"{proposer.aux_layers}; build the Transformer with aux_layers=proposer.aux_layers")
+        if not proposer.drafts and not (self.policy.adaptive and self.policy.lookup):
+            raise ValueError(f"[speculative] the {proposer.family!r} family has no drafter and drafts only copies "
+                             "of earlier text: use tree 'auto' or 'auto:D'")
         self.target = target
         self.proposer = proposer
         self.n_features = len(feats)
@@ -161,7 +164,7 @@ class SpeculativeGenerator:
             if gated:
                 depth = 0  # a plain step that the chooser neither schedules nor times
             else:
-                depth = chooser.choose() if chooser else policy.depth
+                depth = (chooser.choose() if proposer.drafts else chooser.plain_round()) if chooser else policy.depth
             if depth == 0:  # a plain step; the proposer ingests its pair before the next propose
                 t0 = time.perf_counter()
                 root = int(pending_tokens[-1][-1])

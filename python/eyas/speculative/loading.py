@@ -48,7 +48,7 @@ def load_drafter(drafter, target, *, weight_type: str = "q8_0") -> Drafter | Non
     if isinstance(drafter, str) and drafter == "default":
         folder = bundled_drafter_for(target.spec)
         if folder is None:
-            log.info("no bundled drafter fits this target; using plain decoding")
+            log.info("no bundled EAGLE-3 drafter fits this target")
             return None
         return load_eagle3(folder, target.spec, target.weights, weight_type)
     return load_eagle3(Path(drafter), target.spec, target.weights, weight_type)

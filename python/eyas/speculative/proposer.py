@@ -40,6 +40,9 @@ class Proposer(abc.ABC):
     feature_layers: list[int]  # required of every family
     policy: TreePolicy | None = None
     target_head: tuple | None = None
+    # False for a family with no drafter of its own ("lookup"): the generator never asks it to propose,
+    # and its rounds are copies of earlier text or plain steps.
+    drafts: bool = True
     # True when the last `ingest` also took pairs held back from earlier rounds (a family that drafts
     # only now and then catching up): that time is not what a round costs, so the generator leaves it
     # out of the depth chooser's cost measurements.

@@ -36,10 +36,16 @@ class Eagle3Proposer(RuntimeProposer):
         return Eagle3Proposer(dataclasses.replace(self.drafter, _runtimes={}))
 
 
-def load(drafter, target, *, weight_type: str = "q8_0") -> Eagle3Proposer | None:
-    """drafter: a checkpoint folder, "default" (the bundled drafter that fits; None if none does)
-    or a loaded `Drafter`; target: an `eyas.loaders.LoadedModel`."""
+def load(drafter, target, *, weight_type: str = "q8_0"):
+    """drafter: a checkpoint folder, "default" (the bundled drafter that fits; when none does, the
+    "lookup" family: copies of earlier text, no drafter) or a loaded `Drafter`; target: an
+    `eyas.loaders.LoadedModel`."""
     d = load_drafter(drafter, target, weight_type=weight_type)
+    if d is None and isinstance(drafter, str) and drafter == "default":
+        from eyas.speculative.proposers.lookup import LookupProposer
+
+        log.info("drafting copies of earlier text only (the lookup family)")
+        return LookupProposer()
     return None if d is None else Eagle3Proposer(d)
 
 
