@@ -188,6 +188,13 @@ def test_every_committed_pair_reaches_the_drafter_once_in_order(monkeypatch, laz
     drafter = build(spec, core, cfg, t)
     drafter.lazy_logits = lazy
     monkeypatch.setattr(generator_module, "DepthChooser", Scripted)
+    gen, calls, seq = run_recording_ingests(spec, core, drafter, [5, 17, 2, 40], 60)
+    assert len(calls) >= 5 and pairs_are_the_committed_sequence(spec, core, calls, seq) > 40
+
+
+def run_recording_ingests(spec, core, drafter, prompt, n):
+    """A greedy auto(3) generation of n tokens whose proposer records every ingest:
+    (generator, [(features, tokens) per ingest], prompt + generated tokens)."""
     calls = []
 
     class Recording(Eagle3Proposer):
@@ -196,15 +203,20 @@ def test_every_committed_pair_reaches_the_drafter_once_in_order(monkeypatch, laz
             super().ingest(features, tokens)
 
     target = _core.Transformer(spec, core, max_context=256, aux_layers=drafter.aux_layers)
-    prompt = [5, 17, 2, 40]
-    seq = prompt + take(SpeculativeGenerator(target, Recording(drafter), TreePolicy.auto(3)).steps(prompt, SamplingParams()), 60)
+    gen = SpeculativeGenerator(target, Recording(drafter), TreePolicy.auto(3))
+    return gen, calls, prompt + take(gen.steps(prompt, SamplingParams()), n)
+
+
+def pairs_are_the_committed_sequence(spec, core, calls, seq) -> int:
+    """Asserts that the ingested pairs are (feature of position p, token p + 1) of `seq` in order, with
+    the features bit-identical to a plain forward's; returns how many pairs were ingested."""
     aux = np.concatenate([a for a, _ in calls])
     tokens = np.concatenate([tk for _, tk in calls]).tolist()
-    assert len(calls) >= 5 and len(tokens) > 40
     assert tokens == seq[1 : 1 + len(tokens)]
     ref = _core.Transformer(spec, core, max_context=256, aux_layers=AUX)
     want = ref.forward(np.array(seq[: len(tokens)], np.int32), logits="none", capture_aux=True)["aux"]
     assert np.array_equal(aux.view(np.uint32), want.view(np.uint32))
+    return len(tokens)
 
 
 def test_sampled_depth_depends_on_the_seed_alone():

@@ -222,9 +222,10 @@ def load(model: str | Path | None = None, *, drafter="default", drafter_family: 
 
     drafter: a drafter checkpoint folder, "default" (the bundled drafter that fits the model; if none
     does, the "lookup" family: no drafter, copies of earlier text where they pay) or "none" (plain
-    decoding). drafter_family: which proposer family reads it ("eagle3"), or "none" for plain decoding (`drafter_families()` lists the choices). The families that combine
-    others, "auto" and "parallel", take "default" (each family's bundled drafter: eagle3 and hydra)
-    or a {family: drafter} mapping naming the families (docs/speculative.md §11).
+    decoding). drafter_family: which proposer family reads it ("eagle3"), or "none" for plain decoding
+    (`drafter_families()` lists the choices). The families that combine others, "auto" and
+    "parallel", take "default" (each family's bundled drafter: eagle3 and hydra) or a {family:
+    drafter} mapping naming the families (docs/speculative.md §11).
 
     kv_dtype: "f16" (default, as llama.cpp) or "f32": the precision of the KV cache. F16 reads half
     the bytes per token of context (decode 10-30% faster at a few hundred tokens of context on the

@@ -22,29 +22,27 @@ from __future__ import annotations
 # chains of 1, 2, 3 cost 1.46-1.52, 1.81-1.96 and 2.42 steps).
 ATTENTION_WEIGHT = 1.9
 NODE_ATTENTION = 0.55
+DRAFTED_NODE = 0.35  # a drafter's node at short context: its share of the drafter's forward and of the verify
+# A copied draft (eyas.speculative.lookup) runs no drafter: a round costs its verify alone, ~0.2 of a
+# step per node at short context (Intel VM, 256 tokens: verifies of 2, 5 and 9 nodes cost 1.23, 1.73 and
+# 2.51 steps).
+VERIFY_NODE = 0.2
 
 
-def fixed_cost(d: int, context_share: float = 0.0) -> float:
+def fixed_cost(d: int, context_share: float = 0.0, node: float = DRAFTED_NODE) -> float:
     """A round drafting d tokens in plain decode steps at the same context: at short context as
     measured on the 2-core reference CPU (propose + verify + accept of chains of 1-4 cost 1.33-1.41,
     1.64, 1.92-1.99 and 2.42-2.44 steps), and dearer as the context grows, since every node of the
     verify attends to all of it. context_share: the attention state's bytes over the weights' bytes
     (`target.state_bytes / target.weight_bytes`), a function of the committed length alone, so the
-    model stays deterministic."""
+    model stays deterministic. node: a drafted node's cost in steps at short context."""
     a = ATTENTION_WEIGHT * max(0.0, context_share)
-    return 1.0 + d * (0.35 + NODE_ATTENTION * a) / (1.0 + a)
-
-
-# A copied draft (eyas.speculative.lookup) runs no drafter: a round costs its verify alone, ~0.2 of a
-# step per node at short context (Intel VM, 256 tokens: verifies of 2, 5 and 9 nodes cost 1.23, 1.73 and
-# 2.51 steps), against the drafter's chain's 0.35.
-VERIFY_NODE = 0.2
+    return 1.0 + d * (node + NODE_ATTENTION * a) / (1.0 + a)
 
 
 def lookup_fixed_cost(d: int, context_share: float = 0.0) -> float:
     """`fixed_cost` for a round that verifies d copied tokens: the same context term, no drafter."""
-    a = ATTENTION_WEIGHT * max(0.0, context_share)
-    return 1.0 + d * (VERIFY_NODE + NODE_ATTENTION * a) / (1.0 + a)
+    return fixed_cost(d, context_share, VERIFY_NODE)
 
 
 class DepthChooser:

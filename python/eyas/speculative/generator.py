@@ -131,7 +131,7 @@ class SpeculativeGenerator:
                     yield [root]
             policy = self.policy
             gated = greedy and self.draft_gate is not None and not self.draft_gate()
-            share = target.state_bytes / weights  # the fixed models' context term (sampling)
+            share = 0.0 if greedy else target.state_bytes / weights  # the fixed cost models' context term
             if chooser and chooser.fixed:  # the fixed model's costs at this round's context
                 chooser.set_fixed_cost(lambda d: fixed_cost(d, share))
             copied, n = lookup.continuation(min(self.policy.depth, room - 1)) if lookup and not gated else ([], 0)
