@@ -10,6 +10,7 @@
 #     results for INIT and the new export are merged into eval_<N>.json ({split: [INIT, new]}).
 # Runs detached under /tmp/w (stage3.sh starts it); collect.sh returns its files. DRY=1 rehearses it
 # on the CPU in a few minutes. GEN_LIMIT=N answers only the first N rows of train.jsonl (its kinds are shuffled).
+# METHOD=hass trains the continuation with HASS's objective instead of EAGLE-3's (runs/hass).
 set -x
 W=/tmp/w
 G=$W/target.gguf
@@ -26,6 +27,7 @@ MAX_NEW=${MAX_NEW:-256}
 SELF_N=${SELF_N:-2048}
 EVAL_FILES=${EVAL_FILES:-eval_code.jsonl eval_chat.jsonl}
 EVAL_TREES=${EVAL_TREES:-1,4,5 8,6,48}
+METHOD=${METHOD:-eagle3}
 fail() { echo "FAILED: $1"; echo FAILED > $W/DONE; exit 1; }
 if [ "${DRY:-0}" = 1 ]; then
   SMALL="--limit 4 --max-new 8 --batch 4"; SSMALL="--limit 4 --max-new 8 --batch 4"; ESMALL="--limit 2 --max-new 8"
@@ -63,15 +65,16 @@ TM=$(python3 -c "print(round(max(0.5, min($TRAIN_MIN, $LEFT / 60)), 2))")
 echo "training for $TM min (from $(( $(date +%s) - T0 )) s)"
 $R train --gguf $G --data $W/data.npz $W/data_self.npz --draft-vocab 8192 --tokens-per-batch ${TOKENS_PER_BATCH:-24576} \
   --max-len ${MAX_LEN:-2560} --lr ${LR:-2e-4} --epochs 50 --init-from $INIT --max-minutes $TM --ckpt-every 300 \
-  --log-every 50 --dtype float16 --out $W/runs/eagle3 > $W/train_eagle3.log 2>&1 || fail "training"
-tail -n 3 $W/train_eagle3.log
+  --log-every 50 --dtype float16 $([ $METHOD = hass ] && echo --hass) --out $W/runs/$METHOD > $W/train_$METHOD.log 2>&1 \
+  || fail "training"
+tail -n 3 $W/train_$METHOD.log
 touch $W/TRAINED  # collect.sh may return the export from here on
 echo "trained at $(( $(date +%s) - T0 )) s"
 [ "${SKIP_EVAL:-0}" = 1 ] && { echo ok > $W/DONE; exit 0; }
 wait $P_EV || echo "INIT's evaluation failed (see eval_init.out)"
 echo "INIT evaluated by $(( $(date +%s) - T0 )) s"
 # The new export on the cached references: one process per tree.
-EV=$W/runs/eagle3/export
+EV=$W/runs/$METHOD/export
 PIDS=
 for tree in $EVAL_TREES; do
   IFS=, read -r K D N <<< "$tree"
