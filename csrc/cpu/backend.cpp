@@ -196,9 +196,10 @@ class CpuBackend final : public ops::Backend {
 
   void gdn_conv_state(Encoder& enc, const Tensor& conv_in, const Tensor& u, const Tensor& nodes, int m,
                       const Tensor& conv_out) override {
-    enc.dispatch("gdn_conv_state", {&conv_in, &u, &nodes}, {&conv_out}, [conv_in, u, nodes, m, conv_out](ThreadPool&) {
+    enc.dispatch("gdn_conv_state", {&conv_in, &u, &nodes}, {&conv_out},
+                 [conv_in, u, nodes, m, conv_out](ThreadPool& pool) {
       cpu::gdn_conv_state(int(conv_in.dim(1)), int(conv_in.dim(0)) + 1, conv_in.data<float>(), u.data<float>(),
-                          nodes.defined() ? nodes.data<int32_t>() : nullptr, m, conv_out.data<float>());
+                          nodes.defined() ? nodes.data<int32_t>() : nullptr, m, conv_out.data<float>(), pool);
     });
   }
 

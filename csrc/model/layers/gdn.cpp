@@ -101,9 +101,11 @@ void Gdn::project(Encoder& enc, const Chunk& c, const GdnRows& r, const Tensor& 
 void Gdn::recur(Encoder& enc, const GdnState::ChunkIo& io, const Tensor& o) const {
   const GdnRows& r = io.rows;
   ops::gdn_conv(enc, r.u, io.parents, io.conv_in, conv_w_, r.qkv);
-  ops::gdn_core(enc, d_, r.qkv, r.a, r.b, A_, dt_bias_, Tensor{}, io.parents, io.state_in, io.state_out, o);
-  // After the conv has read conv_in (which may be the working window itself).
+  // After the conv has read conv_in (which may be the working window itself: the encoder then puts a
+  // barrier between them). Recorded before the core so that, into another buffer (a decode step's),
+  // it runs in the conv's group while the window and u are still in cache.
   if (io.conv_out.defined()) ops::gdn_conv_state(enc, io.conv_in, r.u, Tensor{}, io.conv_out);
+  ops::gdn_core(enc, d_, r.qkv, r.a, r.b, A_, dt_bias_, Tensor{}, io.parents, io.state_in, io.state_out, o);
 }
 
 void Gdn::finish(Encoder& enc, const Chunk& c, const GdnWorkspace& w) const {
