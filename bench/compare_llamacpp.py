@@ -9,7 +9,8 @@ eyas does the same here: one prompt token, then 128 greedy steps with the defaul
 pp512 (--prompt 512; 0 skips it): one forward over 512 prompt tokens, llama-bench's -p 512 and
 eyas's prefill (chunks of 256 rows, logits of the last row only).
 Decode is a stream of the weights, so each tg row also gives the roofline measured in the same
-round: the machine's read bandwidth (`read_bandwidth`, right before and right after the round's two
+round: the machine's read bandwidth (`read_bandwidth`: the engine's probe, the best of 1 and 4
+streams per thread, as `bench_bandwidth` prints it; right before and right after the round's two
 decode runs, their mean) over the bytes one step reads (`Transformer.weight_bytes`, a hybrid model's
 recurrent state, and the KV rows of the average context), and each engine's share of it. On a shared machine the bandwidth moves by
 tens of percent within minutes, so a roofline share only means something against its own round.
@@ -27,7 +28,6 @@ import argparse  # noqa: E402
 import json  # noqa: E402
 import statistics  # noqa: E402
 import subprocess  # noqa: E402
-import threading  # noqa: E402
 import time  # noqa: E402
 
 import numpy as np  # noqa: E402
@@ -52,20 +52,12 @@ def llama_rate(binary: str, model: str, threads: int, repeats: int, *, gen: int 
     return float(rows[0]["avg_ts"])
 
 
-def read_bandwidth(buf: np.ndarray, threads: int, reps: int = 3) -> float:
-    """Best GB/s over reps of `threads` threads each reading its share of buf (far larger than any
-    cache) once: numpy's reduce releases the GIL and streams with vector loads."""
-    parts = np.array_split(buf, threads)
-    best = 0.0
-    for _ in range(reps):
-        workers = [threading.Thread(target=np.bitwise_xor.reduce, args=(p,)) for p in parts]
-        t0 = time.perf_counter()
-        for w in workers:
-            w.start()
-        for w in workers:
-            w.join()
-        best = max(best, buf.nbytes / (time.perf_counter() - t0) / 1e9)
-    return best
+def read_bandwidth(buf: np.ndarray, device) -> float:
+    """The machine's read GB/s for the decode roofline: the best of 1 and 4 interleaved streams per
+    thread of `device` over buf (far larger than any cache), best of 3 passes each (the engine's
+    probe, csrc/core/read_bandwidth.h; bench_bandwidth prints the same per thread count). numpy's
+    reduce, used before 2026-12-04, read 12-22 % less than this on the same machine."""
+    return max(_core.read_bandwidth(buf, streams, 3, device) for streams in (1, 4))
 
 
 def step_bytes(m, tokens: int) -> float:
@@ -125,22 +117,23 @@ def main():
         raise SystemExit(f"--llama-bench {args.llama_bench!r} is not an executable file")
     path = str(args.model or default_model_path())
     model = load_model(path)
+    device = _core.Device("cpu", args.threads)
     m = _core.Transformer(model.spec, model.weights, max_context=max(args.tokens, args.prompt) + 8,
-                          device=_core.Device("cpu", args.threads), kv_dtype=args.kv_dtype)
+                          device=device, kv_dtype=args.kv_dtype)
     simd = _core.ops._simd_levels()[-1]
     print(f"model: {model.path.name}  threads={args.threads}  eyas kv={args.kv_dtype}  eyas matmul "
           f"{_core.ops.get_isa()}, other kernels {simd}  {args.repeats} runs per side and round")
-    buf = np.arange((1 << 30) // 8, dtype=np.int64)  # 1 GiB: the bandwidth probe's cold buffer
+    buf = np.arange((1 << 30) // 8, dtype=np.uint64)  # 1 GiB: the bandwidth probe's cold buffer
     per_step = step_bytes(m, args.tokens)
     print(f"a decode step reads {per_step / 1e6:.1f} MB (weights {m.weight_bytes / 1e6:.1f} MB + recurrent state + average KV)")
     print("round | test | llama.cpp tok/s | eyas tok/s | eyas / llama.cpp | read GB/s | roofline tok/s "
           "| llama.cpp % roofline | eyas % roofline")
     print("--- | --- | --- | --- | --- | --- | --- | --- | ---")
     for r in range(args.rounds):
-        bw0 = read_bandwidth(buf, args.threads)
+        bw0 = read_bandwidth(buf, device)
         ll = llama_rate(args.llama_bench, path, args.threads, args.repeats, gen=args.tokens)
         ey = eyas_tg(m, args.tokens, args.repeats)
-        bw = (bw0 + read_bandwidth(buf, args.threads)) / 2
+        bw = (bw0 + read_bandwidth(buf, device)) / 2
         roof = bw * 1e9 / per_step
         print(f"{r + 1} | tg{args.tokens} | {ll:.1f} | {ey:.1f} | {ey / ll:.2f}x | {bw:.1f} | {roof:.1f} "
               f"| {100 * ll / roof:.0f} % | {100 * ey / roof:.0f} %", flush=True)

@@ -2,8 +2,10 @@
 probe it is divided by (the tool's llama.cpp side needs a llama-bench binary and is not run here)."""
 
 import numpy as np
+import pytest
 
 import eyas
+from eyas import _core
 from tests.fixtures.bench_script import load_bench_script
 
 
@@ -24,6 +26,16 @@ def test_step_bytes_are_the_weights_and_the_average_context():
 
 def test_read_bandwidth_is_a_positive_rate_for_any_thread_count():
     cl = load_script()
-    buf = np.arange(1 << 20, dtype=np.int64)
+    buf = np.arange(1 << 20, dtype=np.uint64)
     for threads in (1, 2, 3):
-        assert 0 < cl.read_bandwidth(buf, threads, reps=1) < 10_000
+        assert 0 < cl.read_bandwidth(buf, _core.Device("cpu", threads)) < 10_000
+
+
+def test_the_engine_probe_refuses_bad_arguments_clearly():
+    buf = np.arange(1 << 12, dtype=np.uint64)
+    with pytest.raises(ValueError, match="streams"):
+        _core.read_bandwidth(buf, 0)
+    with pytest.raises(ValueError, match="reps"):
+        _core.read_bandwidth(buf, 4, 0)
+    with pytest.raises(TypeError):
+        _core.read_bandwidth(np.arange(16, dtype=np.float32))

@@ -4,6 +4,7 @@
 #include "bindings/convert.h"
 #include "core/huge_pages.h"
 #include "core/page_out.h"
+#include "core/read_bandwidth.h"
 #include "bindings/registry.h"
 
 EYAS_BINDINGS(core) {
@@ -79,6 +80,20 @@ EYAS_BINDINGS(core) {
         return nb::ndarray<nb::numpy, uint8_t, nb::ndim<1>>(p, {nbytes}, owner);
       },
       "nbytes"_a, "Test hook: uint8[nbytes] allocated as weight repacks are (csrc/core/huge_pages.h).");
+  m.def(
+      "read_bandwidth",
+      [](nb::ndarray<const uint64_t, nb::ndim<1>, nb::c_contig, nb::device::cpu> buf, int streams, int reps,
+         Device* device) {
+        if (streams < 1 || streams > 64) fail("read_bandwidth", "streams must be in [1, 64]");
+        if (reps < 1) fail("read_bandwidth", "reps must be >= 1");
+        nb::gil_scoped_release release;
+        Device& d = device ? *device : *bind::default_device();
+        return read_bandwidth_gbs(d.pool(), buf.data(), buf.shape(0), streams, reps);
+      },
+      "buf"_a.noconvert(), "streams"_a = 4, "reps"_a = 3, "device"_a = nb::none(),
+      "Best read GB/s of `reps` passes of the device's threads (default: the default device's) over buf (uint64[n], far larger than\n"
+      "the caches, its pages touched), each thread reading its share as `streams` interleaved streams: the\n"
+      "decode roofline's numerator (csrc/core/read_bandwidth.h).");
   // A Device made in Python and set as the default must be released before the interpreter is.
   nb::module_::import_("atexit").attr("register")(nb::cpp_function([] { bind::reset_default_device(); }));
 }
