@@ -2,8 +2,8 @@
 // prefix, for SmolLM2-like (9 q / 3 kv heads, D=64) and Qwen3-like (16 q / 8 kv heads, D=128) layers.
 // GB/s counts the K and V rows each query needs once per kv head: sum_i visible(i) * Hkv * D * 8 bytes.
 // EYAS_BENCH_COLD=1 evicts the caches before every call by reading EYAS_BENCH_EVICT_MB (default 192)
-// MiB (a decode step streams ~100 MB of weights between two uses of a layer's KV) and times T=1
-// only; EYAS_BENCH_T=1,8 limits the T column; EYAS_BENCH_KV=f16 uses a half-precision cache;
+// MiB (a decode step streams ~100 MB of weights between two uses of a layer's KV), as in a model's
+// decode step or small tree verify (T = 1, 2, 3, 4 over a long prefix); EYAS_BENCH_T=1,8 limits the T column; EYAS_BENCH_KV=f16 uses a half-precision cache;
 // EYAS_BENCH_SIMD=avx2 caps the kernels' SIMD level (to time the AVX2 path on an AVX-512 machine).
 #include <chrono>
 #include <cmath>
@@ -105,8 +105,8 @@ int main(int argc, char** argv) {
       const int cap = prefix + 64;
       Tensor k = filled({L.hkv, cap, L.d}, rng), v = filled({L.hkv, cap, L.d}, rng);
       if (half_cache()) k = to_half(k), v = to_half(v);
-      for (int T : {1, 4, 8, 32, 64}) {
-        if (!listed("EYAS_BENCH_T", T) || (cold && T != 1)) continue;
+      for (int T : {1, 2, 3, 4, 8, 32, 64}) {
+        if (!listed("EYAS_BENCH_T", T)) continue;
         Tensor q = filled({T, L.hq, L.d}, rng), o = Tensor::empty(DType::F32, {T, L.hq, L.d});
         Tensor mask;
         int64_t new_visible = 1;

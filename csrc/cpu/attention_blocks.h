@@ -120,17 +120,24 @@ __attribute__((target("avx512f"), always_inline)) inline __m512 scores_shared(co
   return fold16_transposed(A);
 }
 
-// Shared rows [p0, p1) (consecutive slots) of G items: s[j][p] = score * scale.
+// Shared rows [p0, p1) (consecutive slots) of G items: s[j][p] = score * scale. vh: the same kv head's
+// V rows to request into L2 alongside (the V pass then reads them from cache; see attention_split.cpp),
+// or null.
 template <int G, typename KV>
 __attribute__((target("avx512f"))) void scores_shared_range(const float* const* qr, const KV* kh, int p0, int p1, int D,
-                                                             float scale, float* const* s) {
+                                                             float scale, float* const* s, const KV* vh = nullptr) {
   constexpr int KB = G == 1 ? 16 : G == 2 ? 8 : G == 3 ? 5 : 4;
   const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
   const __m512 sc_v = _mm512_set1_ps(scale);
   const char* pf = reinterpret_cast<const char*>(kh + int64_t(p0) * D) + kPrefetchBytes;
+  const char* vpf = vh ? reinterpret_cast<const char*>(vh + int64_t(p0) * D) : nullptr;
+  const char* vpf_end = vh ? reinterpret_cast<const char*>(vh + int64_t(p1) * D) : nullptr;
   for (int p = p0; p < p1; p += KB) {
     const char* pf_end = reinterpret_cast<const char*>(kh + int64_t(p + KB) * D) + kPrefetchBytes;
-    for (; pf < pf_end; pf += 64) _mm_prefetch(pf, _MM_HINT_T0);
+    for (; pf < pf_end; pf += 64) {
+      _mm_prefetch(pf, _MM_HINT_T0);
+      if (vpf && vpf < vpf_end) _mm_prefetch(vpf, _MM_HINT_T1), vpf += 64;
+    }
     const int nk = std::min(KB, p1 - p);
     const __m512 sv = _mm512_mul_ps(scores_shared<G, KB>(qr, kh + int64_t(p) * D, nk, D), sc_v);
 #pragma GCC unroll 4

@@ -22,6 +22,10 @@ using namespace attn;
 constexpr int kMinSharedKeys = 512;  // below, the two extra passes cost more than the split saves
 constexpr int kMaxQueries = 15;      // from 16 queries attention() converts an F16 cache once instead
 constexpr int kChunk = 256;          // keys per unit of the scores pass
+// The scores pass requests V into L2 only while a thread's share of it fits there with room to spare:
+// beyond, the early rows are evicted before the V pass (16/8 heads, D = 128, 2,048 keys: 4 MB of V,
+// slower hot and no faster cold).
+constexpr int64_t kMaxPrefetchedV = int64_t(1) << 20;  // bytes per thread
 
 struct SplitScratch {
   std::vector<float> scores;   // [n_q * H][stride], by item (query i, head h): i * H + h
@@ -39,20 +43,29 @@ struct SplitScratch {
 constexpr int kMinItemsKeysInLanes = 8;
 
 // Scores of consecutive rows [p0, p1) (p0 a multiple of 16) of kv head kh for `items` items: s_rows[t][p].
+// vh: the kv head's V rows, or null; rows [p0, p1) are requested into L2 beside the K reads, so the V pass
+// finds them in cache (a cold decode step otherwise streamed V in a pass of its own, not overlapped with
+// compute: 9/3 heads, D = 64, F16, 2,048 keys, cold, 2 threads: T = 1 / 2 / 4 90-99 / 131-137 / 198-202 ->
+// 72-78 / 115-119 / 181-183 us).
 template <typename KV>
 __attribute__((target("avx512f"))) void shared_scores(const float* const* q_rows, float* const* s_rows, int items,
-                                                      const KV* kh, int p0, int p1, int D, float scale) {
+                                                      const KV* kh, const KV* vh, int p0, int p1, int D, float scale) {
   if (items < kMinItemsKeysInLanes || D > kMaxHeadDim) {
-    for_item_groups(items, [&](auto G, int j0) {
-      scores_shared_range<decltype(G)::value>(q_rows + j0, kh, p0, p1, D, scale, s_rows + j0);
+    for_item_groups(items, [&](auto G, int j0) {  // the first group's walk over the keys requests V
+      scores_shared_range<decltype(G)::value>(q_rows + j0, kh, p0, p1, D, scale, s_rows + j0, j0 == 0 ? vh : nullptr);
     });
     return;
   }
   alignas(64) float kt[kMaxHeadDim * 16];
   const char* pf = reinterpret_cast<const char*>(kh + int64_t(p0) * D) + kPrefetchBytes;
+  const char* vpf = vh ? reinterpret_cast<const char*>(vh + int64_t(p0) * D) : nullptr;
+  const char* vpf_end = vh ? reinterpret_cast<const char*>(vh + int64_t(p1) * D) : nullptr;
   for (int p = p0; p < p1; p += 16) {
     const char* pf_end = reinterpret_cast<const char*>(kh + int64_t(p + 16) * D) + kPrefetchBytes;
-    for (; pf < pf_end; pf += 64) _mm_prefetch(pf, _MM_HINT_T0);
+    for (; pf < pf_end; pf += 64) {
+      _mm_prefetch(pf, _MM_HINT_T0);
+      if (vpf < vpf_end) _mm_prefetch(vpf, _MM_HINT_T1), vpf += 64;
+    }
     const int nk = std::min(16, p1 - p);
     transpose_k_block(kh + int64_t(p) * D, nk, D, kt);
     for_item_groups(items, [&](auto G, int j0) {
@@ -102,13 +115,14 @@ void run_split(const AttentionArgs& a, const float* q, const KV* k, const KV* v,
         out_rows[t] = o + item * D;
       }
   const int chunks = (P + kChunk - 1) / kChunk;
+  const bool prefetch_v = int64_t(P) * D * int64_t(sizeof(KV)) * a.n_kv_heads <= kMaxPrefetchedV * pool.num_threads();
   pool.run([&](int tid, int nth) {  // 1. shared scores: units of (kv head, chunk of keys)
     int64_t u0, u1;
     ThreadPool::split(int64_t(a.n_kv_heads) * chunks, tid, nth, 1, &u0, &u1);
     for (int64_t u = u0; u < u1; ++u) {
       const int g = int(u / chunks), p0 = int(u % chunks) * kChunk;
       const int64_t t0 = int64_t(g) * per_kv;
-      shared_scores(sc.q_rows.data() + t0, sc.s_rows.data() + t0, per_kv, k + g * head_size, p0,
+      shared_scores(sc.q_rows.data() + t0, sc.s_rows.data() + t0, per_kv, k + g * head_size, prefetch_v ? v + g * head_size : nullptr, p0,
                     std::min(P, p0 + kChunk), D, a.scale);
     }
   });
