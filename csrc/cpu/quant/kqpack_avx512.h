@@ -64,7 +64,10 @@ static void k45_rows(const Job& j, const int32_t* pairs, int64_t n, int64_t r0) 
 #pragma GCC unroll 8
       for (int r = 0; r < 8; ++r) {
         const __m512i v = _mm512_loadu_si512(s + 512 * c + 64 * r);
-        __m512i lo = _mm512_and_si512(v, m4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+        // Q4_K: the high nibbles in place (16 x their value), the products' sums shifted down once per
+        // c below, exactly (8 dots of 4 products stay far inside int32): one vector op less per line.
+        __m512i lo = _mm512_and_si512(v, m4),
+                hi = K == kQ5_K ? _mm512_and_si512(_mm512_srli_epi16(v, 4), m4) : _mm512_andnot_si512(m4, v);
         if constexpr (K == kQ5_K) {  // fifth bits 2c, 2c + 1 of the qh plane, to bit 4 (per byte)
           const __m512i h = _mm512_loadu_si512(s + at.qh + 64 * r);
           lo = _mm512_or_si512(lo, _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(h, 2 * c), one), 4));
@@ -77,6 +80,9 @@ static void k45_rows(const Job& j, const int32_t* pairs, int64_t n, int64_t r0) 
           dh[t] = dpbusd_bcast(dh[t], hi, xq + 32);
         }
       }
+      if constexpr (K != kQ5_K)
+#pragma GCC unroll 16
+        for (int t = 0; t < RT; ++t) dh[t] = _mm512_srai_epi32(dh[t], 4);
       const __m512i scl = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + at.sc + 32 * c)));
       const __m512i sch = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + at.sc + 16 + 32 * c)));
 #pragma GCC unroll 16
