@@ -61,9 +61,26 @@ def test_expected_tokens_follows_the_chain_rule():
     c = DepthChooser(3)
     c.tried[1:] = [10.0, 8.0, 4.0]
     c.accepted[1:] = [8.0, 4.0, 0.0]
-    p = [9 / 12, 5 / 10, 1 / 6]
+    p1 = 9 / 12  # each position's prior: two tries at the position before it (p_1's at 1/2)
+    p2 = (4 + 2 * p1) / 10
+    p3 = (0 + 2 * p2) / 6
     assert c.expected_tokens(0) == 1.0
-    assert c.expected_tokens(3) == pytest.approx(1 + p[0] + p[0] * p[1] + p[0] * p[1] * p[2])
+    assert c.expected_tokens(3) == pytest.approx(1 + p1 + p1 * p2 + p1 * p2 * p3)
+
+
+def test_an_untried_position_inherits_the_rate_before_it_under_measured_costs_only():
+    measured, fixed = DepthChooser(4), DepthChooser(4, cost=lambda d: 1.0 + 0.3 * d)
+    for c in (measured, fixed):
+        c.tried[1:3] = [20.0, 18.0]
+        c.accepted[1:3] = [18.0, 17.0]
+    p1, p2 = 19 / 22, (17 + 2 * 19 / 22) / 20
+    assert measured.acceptance(3) == pytest.approx(p2) and measured.acceptance(4) == pytest.approx(p2)
+    assert fixed.acceptance(3) == fixed.acceptance(4) == 0.5  # sampled choices keep the uniform prior
+    assert fixed.acceptance(2) == pytest.approx(18 / 20)
+    # so a chain whose first tokens land is drafted deep before the deep positions were ever tried
+    for c in (measured, fixed):
+        c.cost = [1.0 + 0.25 * d for d in range(5)]
+    assert measured.best() == 4 and fixed.best() < 4
 
 
 def test_good_drafts_and_cheap_verify_draft_deep():
