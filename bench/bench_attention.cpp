@@ -3,7 +3,8 @@
 // GB/s counts the K and V rows each query needs once per kv head: sum_i visible(i) * Hkv * D * 8 bytes.
 // EYAS_BENCH_COLD=1 evicts the caches before every call by reading EYAS_BENCH_EVICT_MB (default 192)
 // MiB (a decode step streams ~100 MB of weights between two uses of a layer's KV), as in a model's
-// decode step or small tree verify (T = 1, 2, 3, 4 over a long prefix); EYAS_BENCH_T=1,8 limits the T column; EYAS_BENCH_KV=f16 uses a half-precision cache;
+// decode step or small tree verify (T = 1, 2, 3, 4 over a long prefix); EYAS_BENCH_T=1,8 limits the
+// T column; EYAS_BENCH_KV=f16 uses a half-precision cache;
 // EYAS_BENCH_SIMD=avx2 caps the kernels' SIMD level (to time the AVX2 path on an AVX-512 machine).
 #include <chrono>
 #include <cmath>

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from eyas import _core
+from tests.test_qwen35_ops import _path
 
 ops = _core.ops
 f32, i32 = np.float32, np.int32
@@ -18,14 +19,6 @@ def threads_and_simd():
     yield levels
     ops._cap_simd(levels[-1])
     _core.set_num_threads(saved)
-
-
-def _path(parents, i):
-    out = []
-    while i >= 0:
-        out.append(i)
-        i = parents[i]
-    return out[::-1]
 
 
 def conv_products(u, parents, conv, w):

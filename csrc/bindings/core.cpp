@@ -91,9 +91,9 @@ EYAS_BINDINGS(core) {
         return read_bandwidth_gbs(d.pool(), buf.data(), buf.shape(0), streams, reps);
       },
       "buf"_a.noconvert(), "streams"_a = 4, "reps"_a = 3, "device"_a = nb::none(),
-      "Best read GB/s of `reps` passes of the device's threads (default: the default device's) over buf (uint64[n], far larger than\n"
-      "the caches, its pages touched), each thread reading its share as `streams` interleaved streams: the\n"
-      "decode roofline's numerator (csrc/core/read_bandwidth.h).");
+      "Best read GB/s of `reps` passes of the device's threads (default: the default device's) over buf\n"
+      "(uint64[n], far larger than the caches, its pages touched), each thread reading its share as\n"
+      "`streams` interleaved streams: the decode roofline's numerator (csrc/core/read_bandwidth.h).");
   // A Device made in Python and set as the default must be released before the interpreter is.
   nb::module_::import_("atexit").attr("register")(nb::cpp_function([] { bind::reset_default_device(); }));
 }

@@ -140,17 +140,21 @@ class DepthChooser:
         tries of their own (a 1/2 prior held 8-token copies at 2-3 tokens). Under sampling the prior
         stays 1/2: there the choice follows the fixed cost model, and inheriting a low p_1 kept code
         generation from drafting (docs/speculative.md §8)."""
-        if self.fixed:
-            return (self.accepted[j] + 1.0) / (self.tried[j] + 2.0)
-        p = 0.5
-        for i in range(1, j + 1):
-            p = (self.accepted[i] + 2.0 * p) / (self.tried[i] + 2.0)
+        *_, p = self._acceptances(j)
         return p
+
+    def _acceptances(self, d: int):
+        """p_1 .. p_d in one pass (a greedy chooser's prior for each is the one before it)."""
+        p = 0.5
+        for j in range(1, d + 1):
+            prior = 0.5 if self.fixed else p
+            p = (self.accepted[j] + 2.0 * prior) / (self.tried[j] + 2.0)
+            yield p
 
     def expected_tokens(self, d: int) -> float:
         total, run = 1.0, 1.0
-        for j in range(1, d + 1):
-            run *= self.acceptance(j)
+        for p in self._acceptances(d):
+            run *= p
             total += run
         return total
 
