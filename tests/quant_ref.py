@@ -80,17 +80,32 @@ def matmul_ref(x: np.ndarray, raw: np.ndarray, wtype: str, n: int, k: int) -> np
 
 
 def q4_pack(raw: np.ndarray, wtype: str, n: int, k: int) -> np.ndarray:
-    """The tile-order repack of Q4_0/Q4_1 weights (cpu/quant/q4pack.h): per 16 rows and 32-block,
-    [4][16][4] nibble bytes (dword r of each row's qs), 16 f16 d, 16 f16 m (zero for Q4_0)."""
+    """The repack of Q4_0/Q4_1/Q5_0/Q5_1 weights (cpu/quant/q4pack.h): per 16 rows and 32-block,
+    [4][16][4] nibble bytes (dword r of each row's qs); Q5: a [16][4] plane of fifth bits (byte
+    (c, e): bit r of element 4r + e, bit 4 + r of element 16 + 4r + e); 16 f16 d; 16 f16 m
+    (Q4_0: zeros, Q5_0: none)."""
     elems, nbytes = BLOCK[wtype]
     qs_off = nbytes - 16
     blocks = np.ascontiguousarray(raw).reshape(n, k // elems, nbytes)[: n // 16 * 16]
     g = blocks.reshape(n // 16, 16, k // elems, nbytes).transpose(0, 2, 1, 3)  # [group, block, row, bytes]
+    lead = g.shape[:2]
     qs = g[..., qs_off:].reshape(*g.shape[:3], 4, 4).transpose(0, 1, 3, 2, 4)  # [group, block, r, row, 4]
-    d = g[..., 0:2]
-    m = g[..., 2:4] if wtype == "Q4_1" else np.zeros_like(d)
-    out = np.concatenate([qs.reshape(*g.shape[:2], 256), d.reshape(*g.shape[:2], 32), m.reshape(*g.shape[:2], 32)], -1)
-    return out.reshape(-1)
+    parts = [qs.reshape(*lead, 256)]
+    has_min = wtype in ("Q4_1", "Q5_1")
+    if wtype in ("Q5_0", "Q5_1"):
+        qh_off = 4 if has_min else 2
+        qh = g[..., qh_off : qh_off + 4].copy().view("<u4")[..., 0].astype(np.uint32)  # [group, block, row]
+        e, r = np.arange(4)[:, None], np.arange(4)[None, :]  # [e, r]
+        low = (qh[..., None, None] >> (4 * r + e)) & 1
+        high = (qh[..., None, None] >> (16 + 4 * r + e)) & 1
+        plane = ((low << r) | (high << (4 + r))).sum(-1).astype(np.uint8)  # [group, block, row, e]
+        parts.append(plane.reshape(*lead, 64))
+    parts.append(g[..., 0:2].reshape(*lead, 32))
+    if has_min:
+        parts.append(g[..., 2:4].reshape(*lead, 32))
+    elif wtype == "Q4_0":
+        parts.append(np.zeros((*lead, 32), np.uint8))
+    return np.concatenate(parts, -1).reshape(-1)
 
 
 def q8_pack(raw: np.ndarray, n: int, k: int) -> np.ndarray:

@@ -1,5 +1,5 @@
-"""The weight repacks (Q4 in AMX tile order, Q8_0 for VNNI) and every path that reads them (AMX
-tile passes, VNNI over the pack at any T, AVX2 over the pack at any T) give the scalar path's bits."""
+"""The weight repacks (Q4 in AMX tile order, Q5 and Q8_0 for VNNI) and every path that reads them
+(AMX tile passes, VNNI over the pack at any T, AVX2 over the pack at any T) give the scalar path's bits."""
 
 import numpy as np
 import pytest
@@ -20,7 +20,7 @@ pytestmark = pytest.mark.usefixtures("restore_isa_and_threads")
 
 
 @needs_pack_isa
-@pytest.mark.parametrize("wtype", ["Q4_0", "Q4_1", "Q8_0"])
+@pytest.mark.parametrize("wtype", ["Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0"])
 # Whole 48-column tile passes, 32- and 16-column passes (per thread), and columns past N // 16 * 16
 # on the GGUF VNNI path; 1000: several groups per weight stream at small T, with a remainder.
 @pytest.mark.parametrize("n", [200, 48, 64, 1000])
@@ -47,7 +47,7 @@ def test_tile_paths_match_scalar(wtype, n):
                 assert np.array_equal(got, want), f"{wtype} n={n} T={t} threads={threads} isa={isa} packed"
 
 
-@pytest.mark.parametrize("wtype", ["Q4_0", "Q4_1"])
+@pytest.mark.parametrize("wtype", ["Q4_0", "Q4_1", "Q5_0", "Q5_1"])
 @pytest.mark.parametrize("n", [16, 40, 96])  # rows past n // 16 * 16 are not packed
 def test_q4_pack_layout(wtype, n):
     rng = np.random.default_rng(7)
@@ -67,13 +67,13 @@ def test_q8_pack_layout(n):
 
 
 def test_q4_pack_rejects_other_types():
-    w = qr.random_weights(np.random.default_rng(0), "Q5_0", 16, 32)
+    w = qr.random_weights(np.random.default_rng(0), "Q4_K", 16, 256)
     with pytest.raises(ValueError, match="q4_pack"):
-        _core.ops._q4_pack(w, "Q5_0", (16, 32))
+        _core.ops._q4_pack(w, "Q4_K", (16, 256))
 
 
 @needs_pack_isa
-@pytest.mark.parametrize("wtype", ["Q4_0", "Q4_1"])
+@pytest.mark.parametrize("wtype", ["Q4_0", "Q4_1", "Q5_0"])
 def test_rewritten_weight_gives_new_results(wtype):
     """Results follow the weight bytes of each call: a kept repack never answers for other bytes."""
     rng = np.random.default_rng(3)

@@ -88,15 +88,16 @@ EYAS_BINDINGS(ops_matmul) {
       [](bind::Array w_bytes, nb::handle w_type, std::vector<int64_t> w_shape) {
         const char* op = "q4_pack";
         const DType wt = weight_type(op, w_type);
-        if (wt != DType::Q4_0 && wt != DType::Q4_1 && wt != DType::Q8_0)
-          fail(op, "only Q4_0, Q4_1 and Q8_0 weights are repacked");
+        if (wt != DType::Q4_0 && wt != DType::Q4_1 && wt != DType::Q5_0 && wt != DType::Q5_1 && wt != DType::Q8_0)
+          fail(op, "only Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0 weights are repacked");
         Tensor tw = bind::from_bytes(op, "w", w_bytes, wt, weight_shape(op, w_shape, wt));
         if (tw.dim(0) > INT32_MAX || tw.dim(1) > INT32_MAX) fail(op, "dimensions must fit in int32");
         return bind::to_numpy(ops::repacked_weight(tw));
       },
       "w_bytes"_a, "w_type"_a, "w_shape"_a,
-      "Test hook: the repack of Q4_0/Q4_1/Q8_0 weights the VNNI and AMX kernels read (uint8, 320 bytes "
-      "(Q4) or 544 bytes (Q8_0) per 16 rows x 32-block; rows past N // 16 * 16 are left out).");
+      "Test hook: the repack of Q4_0/Q4_1/Q5_0/Q5_1/Q8_0 weights the VNNI and AMX kernels read (uint8, "
+      "320 bytes (Q4), 352 / 384 (Q5_0 / Q5_1) or 544 (Q8_0) per 16 rows x 32-block; rows past "
+      "N // 16 * 16 are left out).");
   ops.def(
       "_matmul_with_pack",
       [](bind::Array x, bind::Array w_bytes, nb::handle w_type, std::vector<int64_t> w_shape) {

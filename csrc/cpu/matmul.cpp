@@ -41,6 +41,7 @@ bool matmul_wants_pack(const MatmulArgs& a) {
   if (a.n < 16) return false;
   if (kind == kQ8_0) return a.rows <= tb.q8pack_max_rows;
   if (kpackable(kind)) return tb.kpack;
+  if (q5_packable(kind)) return tb.q5pack;
   return tb.q4pack_min_rows > 0 && a.rows >= tb.q4pack_min_rows && q4_packable(kind);
 }
 
@@ -67,7 +68,7 @@ void matmul(const MatmulArgs& a, const float* x, const uint8_t* w, float* y, Thr
   const WKind kind = kind_of(a.wtype);
   const Table& tb = current_table();
   const bool reads_pack = matmul_wants_pack(a);
-  if (!wpack && a.rows >= 2 && reads_pack && q4_packable(kind)) {  // no kept pack: build one for this call
+  if (!wpack && a.rows >= 2 && reads_pack && (q4_packable(kind) || q5_packable(kind))) {  // no kept pack: build one for this call
     uint8_t* p = thread_scratch<kScratchWeightPack>(matmul_pack_bytes(a));
     matmul_pack_weight(a, w, p, pool);
     wpack = p;

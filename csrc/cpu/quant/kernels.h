@@ -50,8 +50,10 @@ struct Table {
   int64_t q4pack_min_rows = 0;
   // Q8_0 calls with at most this many rows read job.wpack (0: the table never does).
   int64_t q8pack_max_rows = 0;
-  // Q4_K / Q5_K calls read job.wpack at every T (false: the table never does).
+  // Q4_K / Q5_K / Q6_K calls read job.wpack at every T (false: the table never does).
   bool kpack = false;
+  // Q5_0 / Q5_1 calls read job.wpack at every T (false: the table never does).
+  bool q5pack = false;
 };
 
 const Table& table_scalar();

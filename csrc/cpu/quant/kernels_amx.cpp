@@ -385,6 +385,7 @@ const Table* table_amx() {
     t.q4pack_min_rows = 1;
     t.cols[kQ5_0] = &cols_amx<kQ5_0, &cols_q4x4<kQ5_0>>;
     t.cols[kQ5_1] = &cols_amx<kQ5_1, &cols_q4x4<kQ5_1>>;
+    t.q5pack = false;  // the tile path reads GGUF rows; a pack would page them out
     t.prepare = &prepare;
     return t;
   }();

@@ -49,8 +49,9 @@ const Table* table_avx512() {
     t.cols[kQ4_0] = &cols_vnni_packed<kQ4_0, &cols_q4x4<kQ4_0>>;
     t.cols[kQ4_1] = &cols_vnni_packed<kQ4_1, &cols_q4x4<kQ4_1>>;
     t.q4pack_min_rows = 1;
-    t.cols[kQ5_0] = &cols_q4x4<kQ5_0>;
-    t.cols[kQ5_1] = &cols_q4x4<kQ5_1>;
+    t.cols[kQ5_0] = &cols_vnni_packed<kQ5_0, &cols_q4x4<kQ5_0>>;
+    t.cols[kQ5_1] = &cols_vnni_packed<kQ5_1, &cols_q4x4<kQ5_1>>;
+    t.q5pack = true;
     t.cols[kQ4_K] = &cols_kq_packed<kQ4_K>;  // the GGUF path (cols_kquant_v) when there is no pack
     t.cols[kQ5_K] = &cols_kq_packed<kQ5_K>;
     t.kpack = true;

@@ -5,17 +5,30 @@
 namespace eyas::cpu::quant {
 
 void q4_pack(WKind kind, const uint8_t* w, size_t wrow, int64_t k, int64_t g0, int64_t g1, uint8_t* out) {
-  const int bytes = kind == kQ4_0 ? kQ4_0Bytes : kQ4_1Bytes, qs_off = kind == kQ4_0 ? 2 : 4;
+  const Q4PackAt at = q4pack_at(kind);
+  const int bytes = kind == kQ4_0 ? kQ4_0Bytes : kind == kQ4_1 ? kQ4_1Bytes : kind == kQ5_0 ? kQ5_0Bytes : kQ5_1Bytes;
+  const bool has_min = kind == kQ4_1 || kind == kQ5_1;
+  const int qh_off = has_min ? 4 : 2, qs_off = bytes - 16;  // qs are each block's last 16 bytes
   const int64_t nb = k / 32;
   for (int64_t g = g0; g < g1; ++g)
     for (int64_t b = 0; b < nb; ++b) {
-      uint8_t* o = out + size_t(g * nb + b) * kQ4PackBlockBytes;
-      std::memset(o + 288, 0, 32);  // Q4_0 has no m
+      uint8_t* o = out + size_t(g * nb + b) * at.bytes;
+      if (kind == kQ4_0) std::memset(o + at.m, 0, 32);  // Q4_0 has no m
       for (int c = 0; c < 16; ++c) {
         const uint8_t* blk = w + size_t(16 * g + c) * wrow + size_t(b) * bytes;
         for (int r = 0; r < 4; ++r) std::memcpy(o + 64 * r + 4 * c, blk + qs_off + 4 * r, 4);
-        std::memcpy(o + 256 + 2 * c, blk, 2);
-        if (kind == kQ4_1) std::memcpy(o + 288 + 2 * c, blk + 2, 2);
+        std::memcpy(o + at.d + 2 * c, blk, 2);
+        if (has_min) std::memcpy(o + at.m + 2 * c, blk + 2, 2);
+        if (at.qh >= 0) {
+          uint32_t qh;
+          std::memcpy(&qh, blk + qh_off, 4);
+          for (int e = 0; e < 4; ++e) {
+            uint8_t plane = 0;
+            for (int r = 0; r < 4; ++r)
+              plane |= uint8_t(((qh >> (4 * r + e)) & 1) << r | ((qh >> (16 + 4 * r + e)) & 1) << (4 + r));
+            o[at.qh + 4 * c + e] = plane;
+          }
+        }
       }
     }
 }

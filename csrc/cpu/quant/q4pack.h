@@ -12,6 +12,13 @@
 // Groups follow each other, blocks in order within a group; rows past N / 16 * 16 are not packed
 // (the kernels give them to the VNNI path).
 //
+// Q5_0 / Q5_1 (read by the AVX-512 VNNI path at every T), q4_block_bytes per 16 rows and 32-block,
+// exactly the GGUF bytes (352 / 384; the kernel loads unaligned):
+//   [0, 256)    the nibbles as Q4's
+//   [256, 320)  fifth bits: byte 4c + e, bit r (r = 0..3) of element 4r + e of row c, bit 4 + r of
+//               element 16 + 4r + e; a 16-bit shift and one AND move plane r's bits to bit 4
+//   [320, 352)  d of the 16 rows (f16[16]);  [352, 384)  m of the 16 rows (f16[16], Q5_1 only)
+//
 // Q8_0 (read by the VNNI path at small T: the lm_head of a decode step), kQ8PackBlockBytes per 16
 // rows and 32-block, unpadded (the stream is the cost; the kernel loads unaligned):
 //   [0, 512)    for r = 0..7, row c = 0..15: qs bytes 4r..4r+3 of row c, each + 128 (as u8), so
@@ -63,18 +70,28 @@ constexpr KPackAt kpack_at(WKind k) {
 inline bool kpackable(WKind k) { return k == kQ4_K || k == kQ5_K || k == kQ6_K; }
 
 inline bool q4_packable(WKind k) { return k == kQ4_0 || k == kQ4_1; }
+inline bool q5_packable(WKind k) { return k == kQ5_0 || k == kQ5_1; }
 
-inline int pack_block_bytes(WKind k) {
-  return k == kQ8_0 ? kQ8PackBlockBytes : k == kQ6_K ? kQ6KPackBlockBytes : kpackable(k) ? kpack_at(k).bytes : kQ4PackBlockBytes;
+// Offsets inside a Q4_0 / Q4_1 / Q5_0 / Q5_1 pack block (layouts above; qh < 0: no fifth bits).
+struct Q4PackAt {
+  int qh, d, m, bytes;
+};
+constexpr Q4PackAt q4pack_at(WKind k) {
+  return k == kQ5_0 ? Q4PackAt{256, 320, -1, 352} : k == kQ5_1 ? Q4PackAt{256, 320, 352, 384}
+                                                                 : Q4PackAt{-1, 256, 288, kQ4PackBlockBytes};
 }
 
-// Bytes of the packed form of an [n, k] weight of type `kind` (Q4_0, Q4_1, Q8_0 or a K-quant).
+inline int pack_block_bytes(WKind k) {
+  return k == kQ8_0 ? kQ8PackBlockBytes : k == kQ6_K ? kQ6KPackBlockBytes : kpackable(k) ? kpack_at(k).bytes : q4pack_at(k).bytes;
+}
+
+// Bytes of the packed form of an [n, k] weight of type `kind` (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 or a K-quant).
 inline size_t pack_bytes(WKind kind, int64_t n, int64_t k) {
   return size_t(n / 16) * size_t(k / (kpackable(kind) ? 256 : 32)) * size_t(pack_block_bytes(kind));
 }
 
-// Packs 16-row groups [g0, g1) of w ([n] rows of wrow bytes, GGUF Q4_0/Q4_1) into out (the whole
-// packed buffer, group g at g * (k / 32) * kQ4PackBlockBytes).
+// Packs 16-row groups [g0, g1) of w ([n] rows of wrow bytes, GGUF Q4_0/Q4_1/Q5_0/Q5_1) into out
+// (the whole packed buffer, group g at g * (k / 32) * q4pack_at(kind).bytes).
 void q4_pack(WKind kind, const uint8_t* w, size_t wrow, int64_t k, int64_t g0, int64_t g1, uint8_t* out);
 
 // The same for GGUF Q8_0 (layout above).

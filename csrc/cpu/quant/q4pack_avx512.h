@@ -1,4 +1,4 @@
-// AVX-512 VNNI on the repacked Q4_0/Q4_1 weights (q4pack.h), shared by the AVX-512 and AMX
+// AVX-512 VNNI on the repacked Q4_0/Q4_1/Q5_0/Q5_1/Q8_0 weights (q4pack.h), shared by the AVX-512 and AMX
 // tables; included after simd_avx512.h and q4rows.h in TUs compiled for AVX-512 VNNI. Same bits as
 // dot_generic.h: exact integer block dots, then its float operations in block order.
 // (No include guard: included once per ISA namespace.)
@@ -20,15 +20,17 @@ static inline __m512i dpbusd_bcast(__m512i acc, __m512i w, const uint8_t* x4) {
   return acc;
 }
 
-// Q8_0's pack holds the 8 B-operand rows as they are (int8 + 128), unaligned (544-byte blocks).
+// Q8_0's pack holds the 8 B-operand rows as they are (int8 + 128), unaligned (544-byte blocks);
+// Q5_0 / Q5_1 add each plane's fifth bits to its nibbles (352- / 384-byte blocks, loaded unaligned).
 template <WKind K, int RT, int S>
 static void q4v_rows(const Job& j, const Q4Rows& xr, const int64_t (&n)[S], int64_t r0) {
-  constexpr bool has_min = K == kQ4_1, q8 = K == kQ8_0;
-  constexpr int block_bytes = q8 ? kQ8PackBlockBytes : kQ4PackBlockBytes, d_at = q8 ? 512 : 256;
+  constexpr bool has_min = K == kQ4_1 || K == kQ5_1, q8 = K == kQ8_0, five = K == kQ5_0 || K == kQ5_1;
+  constexpr Q4PackAt at = q8 ? Q4PackAt{-1, 512, -1, kQ8PackBlockBytes} : q4pack_at(K);
+  constexpr int block_bytes = at.bytes, d_at = at.d;
   const int64_t nb = j.k / 32;
   const uint8_t* src[S];
   for (int g = 0; g < S; ++g) src[g] = j.wpack + size_t(n[g] / 16) * size_t(nb) * block_bytes;
-  const __m512i m4 = _mm512_set1_epi8(0x0F);
+  const __m512i m4 = _mm512_set1_epi8(0x0F), m10 = _mm512_set1_epi8(0x10);
   const uint8_t* xq0 = reinterpret_cast<const uint8_t*>(j.act.qs + r0 * j.k);
   const float* dx0 = xr.dx + r0 * nb;
   const float* dsx0 = xr.dsx + r0 * nb;
@@ -51,16 +53,22 @@ static void q4v_rows(const Job& j, const Q4Rows& xr, const int64_t (&n)[S], int6
 #pragma GCC unroll 8
         for (int r = 0; r < 8; ++r) w[r] = _mm512_loadu_si512(s + 64 * r);
       } else {
+        __m512i h = _mm512_setzero_si512();
+        if constexpr (five) h = _mm512_loadu_si512(s + at.qh);
 #pragma GCC unroll 4
         for (int r = 0; r < 4; ++r) {
-          const __m512i v = _mm512_load_si512(s + 64 * r);
+          const __m512i v = five ? _mm512_loadu_si512(s + 64 * r) : _mm512_load_si512(s + 64 * r);
           w[r] = _mm512_and_si512(v, m4);
           w[r + 4] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+          if constexpr (five) {  // bit r of each plane byte (low nibbles), bit 4 + r (high), to bit 4
+            w[r] = _mm512_or_si512(w[r], _mm512_and_si512(_mm512_slli_epi16(h, 4 - r), m10));
+            w[r + 4] = _mm512_or_si512(w[r + 4], _mm512_and_si512(_mm512_srli_epi16(h, r), m10));
+          }
         }
       }
       const __m512 dwv = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + d_at)));
       __m512 mwv = _mm512_setzero_ps();
-      if constexpr (has_min) mwv = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(s + 288)));
+      if constexpr (has_min) mwv = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + at.m)));
 #pragma GCC unroll 16
       for (int t = 0; t < RT; ++t) {
         const uint8_t* xq = xq0 + t * j.k + b * 32;

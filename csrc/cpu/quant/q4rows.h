@@ -12,10 +12,10 @@ struct Q4Rows {
 
 // Activation scalars of every row by [row][block] (see Q4Rows), in `mem` (3 * T * K / 32 words).
 // off holds the weights' unsigned offset times sum(x_q), taken back out of the integer dot: 8 for
-// Q4_0's nibbles, 128 for the Q8_0 pack's int8 + 128 (Q4_1 does not use it).
+// Q4_0's nibbles, 16 for Q5_0's, 128 for the Q8_0 pack's int8 + 128 (Q4_1 / Q5_1 do not use it).
 template <WKind K>
 static Q4Rows q4_rows(const Job& j, uint8_t* mem) {
-  constexpr int32_t zero_point = K == kQ8_0 ? 128 : 8;
+  constexpr int32_t zero_point = K == kQ8_0 ? 128 : K == kQ5_0 ? 16 : 8;
   const int64_t nb = j.k / 32, rb = j.t * nb;
   float* dx = reinterpret_cast<float*>(mem);
   float* dsx = dx + rb;
