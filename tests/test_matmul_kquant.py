@@ -53,10 +53,11 @@ def test_k_quant_extreme_bytes_exact(wtype):
         w[::2, 192:208] = 0x80
     for off in (208,) if wtype == "Q6_K" else (0, 2):
         w[:, off:off + 2] = np.array([0.01], np.float16).view(np.uint8)
-    x = np.full((6, k), 3.0, np.float32)
+    x = np.full((26, k), 3.0, np.float32)  # 26 rows: the unpacked-group passes of many rows too
     x[1] = -3.0
     x[2, ::2] = -3.0
     x[3] = np.linspace(-1, 1, k, dtype=np.float32)
+    x[9:] = np.where(np.arange(k) % 3 == 0, -3.0, 3.0)
     _check(wtype, w.reshape(n, -1), x, n, k)
 
 

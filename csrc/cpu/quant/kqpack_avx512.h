@@ -39,6 +39,46 @@ static inline void kq_prefetch_next(const uint8_t* p) {
   for (int l = 0; l < (Bytes + 63) / 64; ++l) _mm_prefetch(reinterpret_cast<const char*>(p + Bytes + 64 * l), _MM_HINT_T1);
 }
 
+// Block b's float term of dot_generic.h for one row, given the row's sub-block dots with their
+// scales applied (i1): Q4_K / Q5_K subtract the mins' term, Q6_K takes the stored quants' + 32 out
+// as 32 * (scales . sums). Built once per pack block s; each call is one row.
+template <WKind K>
+struct KqBlockTerm {
+  const uint8_t* s;
+  __m512i mw[4];  // Q4_K / Q5_K mins as int16 pairs (Q6_K widens its scale pairs per call instead)
+  __m512 dw, dmw;
+  explicit KqBlockTerm(const uint8_t* blk) : s(blk) {
+    if constexpr (K == kQ6_K) {
+      dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + 3328)));
+    } else {
+      constexpr KPackAt at = kpack_at(K);
+#pragma GCC unroll 4
+      for (int p = 0; p < 4; ++p) mw[p] = _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + at.mn + 32 * p)));
+      dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + at.d)));
+      dmw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + at.dmin)));
+    }
+  }
+  // pr: the row's activation sum pairs for this block (kq_sum_pairs); dx: its activation scale.
+  __m512 operator()(const int32_t* pr, float dx, __m512i i1) const {
+    const __m512 dxv = _mm512_set1_ps(dx);
+    if constexpr (K == kQ6_K) {
+      __m512i c = _mm512_setzero_si512();
+#pragma GCC unroll 8
+      for (int p = 0; p < 8; ++p)
+        c = _mm512_dpwssd_epi32(c, _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + 3072 + 32 * p))),
+                                _mm512_set1_epi32(pr[p]));
+      const __m512i i = _mm512_sub_epi32(i1, _mm512_slli_epi32(c, 5));
+      return _mm512_mul_ps(_mm512_cvtepi32_ps(i), _mm512_mul_ps(dw, dxv));
+    } else {
+      __m512i i2 = _mm512_setzero_si512();
+#pragma GCC unroll 4
+      for (int p = 0; p < 4; ++p) i2 = _mm512_dpwssd_epi32(i2, mw[p], _mm512_set1_epi32(pr[p]));
+      return _mm512_sub_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(i1), _mm512_mul_ps(dw, dxv)),
+                           _mm512_mul_ps(_mm512_cvtepi32_ps(i2), _mm512_mul_ps(dmw, dxv)));
+    }
+  }
+};
+
 // Q4_K / Q5_K: RT rows x the 16 columns from n.
 template <WKind K, int RT>
 static void k45_rows(const Job& j, const int32_t* pairs, int64_t n, int64_t r0) {
@@ -89,22 +129,10 @@ static void k45_rows(const Job& j, const int32_t* pairs, int64_t n, int64_t r0) 
       for (int t = 0; t < RT; ++t)
         i1[t] = _mm512_add_epi32(i1[t], _mm512_add_epi32(_mm512_mullo_epi32(dl[t], scl), _mm512_mullo_epi32(dh[t], sch)));
     }
-    __m512i mw[4];
-#pragma GCC unroll 4
-    for (int p = 0; p < 4; ++p) mw[p] = _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + at.mn + 32 * p)));
-    const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + at.d)));
-    const __m512 dmw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + at.dmin)));
+    const KqBlockTerm<K> term(s);
 #pragma GCC unroll 16
-    for (int t = 0; t < RT; ++t) {
-      const int32_t* pr = pairs + ((r0 + t) * nb + b) * 4;
-      __m512i i2 = _mm512_setzero_si512();
-#pragma GCC unroll 4
-      for (int p = 0; p < 4; ++p) i2 = _mm512_dpwssd_epi32(i2, mw[p], _mm512_set1_epi32(pr[p]));
-      const __m512 dx = _mm512_set1_ps(j.act.d[(r0 + t) * j.act.d_per_row + b]);
-      const __m512 pv = _mm512_sub_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(i1[t]), _mm512_mul_ps(dw, dx)),
-                                      _mm512_mul_ps(_mm512_cvtepi32_ps(i2), _mm512_mul_ps(dmw, dx)));
-      acc[t] = _mm512_add_ps(acc[t], pv);
-    }
+    for (int t = 0; t < RT; ++t)
+      acc[t] = _mm512_add_ps(acc[t], term(pairs + ((r0 + t) * nb + b) * 4, j.act.d[(r0 + t) * j.act.d_per_row + b], i1[t]));
   }
   for (int t = 0; t < RT; ++t) _mm512_storeu_ps(j.y + (r0 + t) * j.n + n, acc[t]);
 }
@@ -191,18 +219,10 @@ static void k6_rows(const Job& j, const int32_t* pairs, int64_t n, int64_t r0) {
               iv[t] = _mm512_add_epi32(iv[t], _mm512_add_epi32(_mm512_mullo_epi32(dl[t], sl), _mm512_mullo_epi32(dh[t], sh)));
           }
         }
-    const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + 3328)));
+    const KqBlockTerm<kQ6_K> term(s);
 #pragma GCC unroll 16
     for (int t = 0; t < RT; ++t) {
-      const int32_t* pr = pairs + ((r0 + t) * nb + b) * 8;
-      __m512i c = _mm512_setzero_si512();
-#pragma GCC unroll 8
-      for (int p = 0; p < 8; ++p)
-        c = _mm512_dpwssd_epi32(c, _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + 3072 + 32 * p))),
-                                _mm512_set1_epi32(pr[p]));
-      const __m512i i = _mm512_sub_epi32(iv[t], _mm512_slli_epi32(c, 5));
-      const __m512 dx = _mm512_set1_ps(j.act.d[(r0 + t) * j.act.d_per_row + b]);
-      const __m512 pv = _mm512_mul_ps(_mm512_cvtepi32_ps(i), _mm512_mul_ps(dw, dx));
+      const __m512 pv = term(pairs + ((r0 + t) * nb + b) * 8, j.act.d[(r0 + t) * j.act.d_per_row + b], iv[t]);
       if constexpr (kWide) {
         float* y = j.y + (r0 + t) * j.n + n;
         _mm512_storeu_ps(y, _mm512_add_ps(_mm512_loadu_ps(y), pv));
@@ -213,6 +233,110 @@ static void k6_rows(const Job& j, const int32_t* pairs, int64_t n, int64_t r0) {
   }
   if constexpr (!kWide)
     for (int t = 0; t < RT; ++t) _mm512_storeu_ps(j.y + (r0 + t) * j.n + n, acc[t]);
+}
+
+// Many rows: a 16-column group's quants are unpacked once into u8 planes (plane p of block b: elements
+// 4p .. 4p + 3 of the 16 columns, 64 bytes) beside its sub-block scales as int32 lanes, so each pass
+// of rows is vpdpbusd and the scale multiply only. The 4- and 8-row passes above unpack every block
+// again (Q6_K: ~5 ops per plane against the 8 dot products it feeds). Same integers, same float terms.
+// From 16 rows (Q4_K, whose unpack is cheapest: 24); cold 8192x2048, 2 threads, Intel VM, T = 16 / 32 /
+// 128: Q6_K 1,632-1,644 / 2,888-2,962 / 10,617-11,070 -> 1,504-1,522 / 2,352-2,381 / 7,920-8,474 us,
+// Q5_K 1,417-1,554 / 2,630-2,712 / 9,479-9,704 -> 1,261-1,419 / 2,071-2,143 / 6,679-7,817; Q4_K at
+// T = 16 1,078-1,088 -> 1,199-1,224 (slower), at 32 / 128 1,880-2,298 / 7,236-7,268 -> 1,931-1,951 / 6,620-6,795.
+template <WKind K>
+constexpr int64_t kq_unpack_min_rows() { return K == kQ4_K ? 24 : 16; }
+
+template <WKind K>
+constexpr int kq_sub_blocks() { return K == kQ6_K ? 16 : 8; }
+
+// Unpacks the nb pack blocks from src into planes (nb x 64 x 64 bytes) and scales (nb x sub-blocks).
+template <WKind K>
+static void kq_unpack_group(const uint8_t* src, int64_t nb, uint8_t* planes, __m512i* scales) {
+  constexpr int G = kq_sub_blocks<K>();
+  const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30), m10 = _mm512_set1_epi8(0x10);
+  auto put = [&](int64_t b, int p, __m512i v) { _mm512_store_si512(planes + (b * 64 + p) * 64, v); };
+  for (int64_t b = 0; b < nb; ++b) {
+    if constexpr (K == kQ6_K) {
+      const uint8_t* s = src + b * kQ6KPackBlockBytes;
+      kq_prefetch_next<kQ6KPackBlockBytes>(s);
+      for (int h = 0; h < 2; ++h)
+        for (int e = 0; e < 2; ++e)
+#pragma GCC unroll 8
+          for (int r = 0; r < 8; ++r) {  // low nibbles: elements 128h + 32e + 4r, high: + 64
+            const __m512i v = _mm512_loadu_si512(s + 1024 * h + 512 * e + 64 * r);
+            const __m512i qh = _mm512_loadu_si512(s + 2048 + 512 * h + 64 * r);
+            put(b, 32 * h + 8 * e + r, _mm512_or_si512(_mm512_and_si512(v, m4), _mm512_and_si512(_mm512_sllv_epi16(qh, _mm512_set1_epi16(4 - 2 * e)), m30)));
+            put(b, 32 * h + 16 + 8 * e + r, _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(v, 4), m4),
+                                                            _mm512_and_si512(_mm512_srlv_epi16(qh, _mm512_set1_epi16(2 * e)), m30)));
+          }
+      for (int g = 0; g < G; ++g) {
+        const __m512i w = _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + 3072 + 32 * (g / 2))));
+        scales[b * G + g] = g % 2 ? _mm512_srai_epi32(w, 16) : _mm512_srai_epi32(_mm512_slli_epi32(w, 16), 16);
+      }
+    } else {
+      constexpr KPackAt at = kpack_at(K);
+      const uint8_t* s = src + b * at.bytes;
+      kq_prefetch_next<at.bytes>(s);
+      for (int c = 0; c < 4; ++c)
+#pragma GCC unroll 8
+        for (int r = 0; r < 8; ++r) {  // low nibbles: elements 64c + 4r, high: + 32
+          const __m512i v = _mm512_loadu_si512(s + 512 * c + 64 * r);
+          __m512i lo = _mm512_and_si512(v, m4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+          if constexpr (K == kQ5_K) {  // fifth bits 2c, 2c + 1 of the qh plane, to bit 4
+            const __m512i h = _mm512_loadu_si512(s + at.qh + 64 * r);
+            auto to_bit4 = [&](int bit) {  // per byte (the 16-bit shifts stay inside each byte's bits 0-7)
+              return bit <= 4 ? _mm512_sllv_epi16(h, _mm512_set1_epi16(short(4 - bit))) : _mm512_srlv_epi16(h, _mm512_set1_epi16(short(bit - 4)));
+            };
+            lo = _mm512_or_si512(lo, _mm512_and_si512(to_bit4(2 * c), m10));
+            hi = _mm512_or_si512(hi, _mm512_and_si512(to_bit4(2 * c + 1), m10));
+          }
+          put(b, 16 * c + r, lo);
+          put(b, 16 * c + 8 + r, hi);
+        }
+      for (int g = 0; g < G; ++g) scales[b * G + g] = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + at.sc + 16 * g)));
+    }
+  }
+}
+
+// RT rows x the 16 columns from n over the unpacked group (planes, scales); src: the group's pack.
+// next (or nullptr): the next group's pack, requested into L2 block by block while this pass computes.
+template <WKind K, int RT>
+static void kq_rows_unpacked(const Job& j, const int32_t* pairs, const uint8_t* src, const uint8_t* planes,
+                             const __m512i* scales, int64_t n, int64_t r0, const uint8_t* next) {
+  constexpr int G = kq_sub_blocks<K>(), P = 64 / G, pair_n = K == kQ6_K ? 8 : 4;  // P: planes per sub-block
+  constexpr int block_bytes = K == kQ6_K ? kQ6KPackBlockBytes : kpack_at(K).bytes;
+  const int64_t nb = j.k / 256;
+  const uint8_t* xq0 = reinterpret_cast<const uint8_t*>(j.act.qs + r0 * j.k);
+  __m512 acc[RT];
+#pragma GCC unroll 16
+  for (int t = 0; t < RT; ++t) acc[t] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    if (next)  // block b of the next group
+#pragma GCC unroll 64
+      for (int l = 0; l < (block_bytes + 63) / 64; ++l) _mm_prefetch(reinterpret_cast<const char*>(next + b * block_bytes + 64 * l), _MM_HINT_T1);
+    __m512i iv[RT];
+#pragma GCC unroll 16
+    for (int t = 0; t < RT; ++t) iv[t] = _mm512_setzero_si512();
+    for (int g = 0; g < G; ++g) {
+      __m512i d[RT];
+#pragma GCC unroll 16
+      for (int t = 0; t < RT; ++t) d[t] = _mm512_setzero_si512();
+#pragma GCC unroll 8
+      for (int p = P * g; p < P * g + P; ++p) {
+        const __m512i w = _mm512_load_si512(planes + (b * 64 + p) * 64);
+#pragma GCC unroll 16
+        for (int t = 0; t < RT; ++t) d[t] = dpbusd_bcast(d[t], w, xq0 + t * j.k + b * 256 + 4 * p);
+      }
+      const __m512i sc = _mm512_load_si512(scales + b * G + g);
+#pragma GCC unroll 16
+      for (int t = 0; t < RT; ++t) iv[t] = _mm512_add_epi32(iv[t], _mm512_mullo_epi32(d[t], sc));
+    }
+    const KqBlockTerm<K> term(src + b * block_bytes);
+#pragma GCC unroll 16
+    for (int t = 0; t < RT; ++t)
+      acc[t] = _mm512_add_ps(acc[t], term(pairs + ((r0 + t) * nb + b) * pair_n, j.act.d[(r0 + t) * j.act.d_per_row + b], iv[t]));
+  }
+  for (int t = 0; t < RT; ++t) _mm512_storeu_ps(j.y + (r0 + t) * j.n + n, acc[t]);
 }
 
 template <WKind K, int RT>
@@ -227,14 +351,37 @@ void cols_kq_packed(const Job& j, int64_t n0, int64_t n1) {
   const int64_t full = j.wpack ? n0 + (n1 - n0) / 16 * 16 : n0;
   if (full > n0) {
     const int32_t* pairs = kq_sum_pairs<K>(j);
-    for (int64_t n = n0; n < full; n += 16) {  // 4 rows a pass (Q6_K: 8); the group stays in cache for the next
-      int64_t r = 0;
-      if constexpr (K == kQ6_K)  // Q4_K / Q5_K at 8 rows: within 4 % either way (their unpack is cheap)
-        for (; r + 8 <= j.t; r += 8) kq_rows<K, 8>(j, pairs, n, r);
-      for (; r + 4 <= j.t; r += 4) kq_rows<K, 4>(j, pairs, n, r);
-      if (j.t - r == 3) kq_rows<K, 3>(j, pairs, n, r);
-      if (j.t - r == 2) kq_rows<K, 2>(j, pairs, n, r);
-      if (j.t - r == 1) kq_rows<K, 1>(j, pairs, n, r);
+    constexpr int block_bytes = K == kQ6_K ? kQ6KPackBlockBytes : kpack_at(K).bytes;
+    const int64_t nb = j.k / 256;
+    if (j.t >= kq_unpack_min_rows<K>()) {
+      constexpr int G = kq_sub_blocks<K>();
+      uint8_t* planes = thread_scratch<kScratchUnpacked>(size_t(nb) * (4096 + 64 * G));
+      __m512i* scales = reinterpret_cast<__m512i*>(planes + size_t(nb) * 4096);
+      for (int64_t n = n0; n < full; n += 16) {
+        const uint8_t* src = j.wpack + size_t(n / 16) * size_t(nb) * block_bytes;
+        const uint8_t* next = n + 16 < full ? src + size_t(nb) * block_bytes : nullptr;  // the first pass fetches it
+        kq_unpack_group<K>(src, nb, planes, scales);
+        int64_t r = 0;
+        auto pass = [&](auto rows) {
+          kq_rows_unpacked<K, decltype(rows)::value>(j, pairs, src, planes, scales, n, r, r == 0 ? next : nullptr);
+          r += decltype(rows)::value;
+        };
+        while (j.t - r >= 8) pass(std::integral_constant<int, 8>{});
+        if (j.t - r >= 4) pass(std::integral_constant<int, 4>{});
+        if (j.t - r == 3) pass(std::integral_constant<int, 3>{});
+        if (j.t - r == 2) pass(std::integral_constant<int, 2>{});
+        if (j.t - r == 1) pass(std::integral_constant<int, 1>{});
+      }
+    } else {
+      for (int64_t n = n0; n < full; n += 16) {  // 4 rows a pass (Q6_K: 8); the group stays in cache for the next
+        int64_t r = 0;
+        if constexpr (K == kQ6_K)  // Q4_K / Q5_K at 8 rows: within 4 % either way (their unpack is cheap)
+          for (; r + 8 <= j.t; r += 8) kq_rows<K, 8>(j, pairs, n, r);
+        for (; r + 4 <= j.t; r += 4) kq_rows<K, 4>(j, pairs, n, r);
+        if (j.t - r == 3) kq_rows<K, 3>(j, pairs, n, r);
+        if (j.t - r == 2) kq_rows<K, 2>(j, pairs, n, r);
+        if (j.t - r == 1) kq_rows<K, 1>(j, pairs, n, r);
+      }
     }
   }
   if (full < n1) cols_kquant_v<K>(j, full, n1);  // after: it reuses the kernel scratch
