@@ -83,7 +83,7 @@ def q4_pack(raw: np.ndarray, wtype: str, n: int, k: int) -> np.ndarray:
     """The repack of Q4_0/Q4_1/Q5_0/Q5_1 weights (cpu/quant/q4pack.h): per 16 rows and 32-block,
     [4][16][4] nibble bytes (dword r of each row's qs); Q5: a [16][4] plane of fifth bits (byte
     (c, e): bit r of element 4r + e, bit 4 + r of element 16 + 4r + e); 16 f16 d; 16 f16 m
-    (Q4_0: zeros, Q5_0: none)."""
+    (Q4_1 and Q5_1 only)."""
     elems, nbytes = BLOCK[wtype]
     qs_off = nbytes - 16
     blocks = np.ascontiguousarray(raw).reshape(n, k // elems, nbytes)[: n // 16 * 16]
@@ -103,8 +103,6 @@ def q4_pack(raw: np.ndarray, wtype: str, n: int, k: int) -> np.ndarray:
     parts.append(g[..., 0:2].reshape(*lead, 32))
     if has_min:
         parts.append(g[..., 2:4].reshape(*lead, 32))
-    elif wtype == "Q4_0":
-        parts.append(np.zeros((*lead, 32), np.uint8))
     return np.concatenate(parts, -1).reshape(-1)
 
 

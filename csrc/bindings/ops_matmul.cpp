@@ -96,7 +96,7 @@ EYAS_BINDINGS(ops_matmul) {
       },
       "w_bytes"_a, "w_type"_a, "w_shape"_a,
       "Test hook: the repack of Q4_0/Q4_1/Q5_0/Q5_1/Q8_0 weights the VNNI and AMX kernels read (uint8, "
-      "320 bytes (Q4), 352 / 384 (Q5_0 / Q5_1) or 544 (Q8_0) per 16 rows x 32-block; rows past "
+      "288 / 320 / 352 / 384 bytes (Q4_0 / Q4_1 / Q5_0 / Q5_1) or 544 (Q8_0) per 16 rows x 32-block; rows past "
       "N // 16 * 16 are left out).");
   ops.def(
       "_matmul_with_pack",

@@ -246,25 +246,26 @@ static void q4p_pass(const Job& j, const Q4Rows& xr, int64_t n, int64_t rows, ui
     dw[g] = reinterpret_cast<float*>(bt[g] + nb * 512);
     mw[g] = dw[g] + nb * 16;
   }
-  const uint8_t* src = j.wpack + size_t(n / 16) * size_t(nb) * kQ4PackBlockBytes;
+  constexpr Q4PackAt at = q4pack_at(K);  // Q4_0's 288-byte blocks are not 64-byte aligned: loads are unaligned
+  const uint8_t* src = j.wpack + size_t(n / 16) * size_t(nb) * at.bytes;
   auto unpack = [&](int64_t b) {
     const __m512i m4 = _mm512_set1_epi8(0x0F);
     for (int g = 0; g < G; ++g) {
-      const uint8_t* s = src + size_t(g * nb + b) * kQ4PackBlockBytes;
+      const uint8_t* s = src + size_t(g * nb + b) * at.bytes;
       uint8_t* o = bt[g] + b * 512;
       for (int r = 0; r < 4; ++r) {
-        const __m512i v = _mm512_load_si512(s + 64 * r);
+        const __m512i v = _mm512_loadu_si512(s + 64 * r);
         _mm512_store_si512(o + 64 * r, _mm512_and_si512(v, m4));
         _mm512_store_si512(o + 64 * (r + 4), _mm512_and_si512(_mm512_srli_epi16(v, 4), m4));
       }
-      _mm512_store_ps(dw[g] + b * 16, _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(s + 256))));
+      _mm512_store_ps(dw[g] + b * 16, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + at.d))));
       if constexpr (has_min)
-        _mm512_store_ps(mw[g] + b * 16, _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(s + 288))));
+        _mm512_store_ps(mw[g] + b * 16, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + at.m))));
     }
   };
   unpack(0);
   // The next G groups' packed blocks follow this pass's (nullptr past the weight's last group).
-  const uint8_t* next = n + 32 * G <= j.n / 16 * 16 ? j.wpack + size_t(n / 16 + G) * size_t(nb) * kQ4PackBlockBytes : nullptr;
+  const uint8_t* next = n + 32 * G <= j.n / 16 * 16 ? j.wpack + size_t(n / 16 + G) * size_t(nb) * at.bytes : nullptr;
   alignas(64) int32_t cbuf[2][G][16][16];
   alignas(64) float acc[16][G][16];
   constexpr int tg = 16;
@@ -301,8 +302,8 @@ static void q4p_pass(const Job& j, const Q4Rows& xr, int64_t n, int64_t rows, ui
     for (int64_t b = 0; b < nb; ++b) {
       int32_t(*cb)[16][16] = cbuf[b & 1];
       if (r0 == 0 && next) {  // stream the next pass's weights in while this one computes
-        const char* p = reinterpret_cast<const char*>(next) + b * G * kQ4PackBlockBytes;
-        for (int off = 0; off < G * kQ4PackBlockBytes; off += 64) _mm_prefetch(p + off, _MM_HINT_T0);
+        const char* p = reinterpret_cast<const char*>(next) + b * G * at.bytes;
+        for (int off = 0; off < G * at.bytes; off += 64) _mm_prefetch(p + off, _MM_HINT_T0);
       }
       if (r0 == 0 && b + 1 < nb) unpack(b + 1);
       const bool prev = b > 0;

@@ -13,7 +13,6 @@ void q4_pack(WKind kind, const uint8_t* w, size_t wrow, int64_t k, int64_t g0, i
   for (int64_t g = g0; g < g1; ++g)
     for (int64_t b = 0; b < nb; ++b) {
       uint8_t* o = out + size_t(g * nb + b) * at.bytes;
-      if (kind == kQ4_0) std::memset(o + at.m, 0, 32);  // Q4_0 has no m
       for (int c = 0; c < 16; ++c) {
         const uint8_t* blk = w + size_t(16 * g + c) * wrow + size_t(b) * bytes;
         for (int r = 0; r < 4; ++r) std::memcpy(o + 64 * r + 4 * c, blk + qs_off + 4 * r, 4);

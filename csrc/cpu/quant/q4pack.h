@@ -4,11 +4,12 @@
 // 16 rows. The integers and scales are the GGUF ones, moved: the bits of every result stay those
 // of dot_generic.h.
 //
-// Per group of 16 weight rows and per 32-block, kQ4PackBlockBytes (64-byte aligned) bytes:
+// Per group of 16 weight rows and per 32-block, q4pack_at(kind).bytes (exactly the GGUF bytes; Q4_1's
+// 320 keep blocks 64-byte aligned, Q4_0's 288 do not, and its kernels load unaligned):
 //   [0, 256)    for r = 0..3, row c = 0..15: qs bytes 4r..4r+3 of row c  ([4][16][4] u8)
 //               -> B tile row r = these & 0x0F (elements 4r..4r+3), row r + 4 = >> 4 (16 + 4r..)
 //   [256, 288)  d of the 16 rows (f16[16])
-//   [288, 320)  m of the 16 rows (f16[16]; zero for Q4_0)
+//   [288, 320)  m of the 16 rows (f16[16]; Q4_1 only: a Q4_0 block is 288 bytes, the GGUF size)
 // Groups follow each other, blocks in order within a group; rows past N / 16 * 16 are not packed
 // (the kernels give them to the VNNI path).
 //
@@ -53,7 +54,6 @@
 
 namespace eyas::cpu::quant {
 
-constexpr int kQ4PackBlockBytes = 320;
 constexpr int kQ8PackBlockBytes = 544;
 constexpr int kQ4KPackBlockBytes = 2368;
 constexpr int kQ5KPackBlockBytes = 2880;
@@ -78,7 +78,7 @@ struct Q4PackAt {
 };
 constexpr Q4PackAt q4pack_at(WKind k) {
   return k == kQ5_0 ? Q4PackAt{256, 320, -1, 352} : k == kQ5_1 ? Q4PackAt{256, 320, 352, 384}
-                                                                 : Q4PackAt{-1, 256, 288, kQ4PackBlockBytes};
+                    : k == kQ4_1 ? Q4PackAt{-1, 256, 288, 320} : Q4PackAt{-1, 256, -1, 288};
 }
 
 inline int pack_block_bytes(WKind k) {

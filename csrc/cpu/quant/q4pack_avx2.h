@@ -29,7 +29,8 @@ static inline void keep_in_register(__m256i& v) { asm("" : "+x"(v)); }
 template <WKind K, int RT>
 static void q4a_rows(const Job& j, const Q4Rows& xr, int64_t n, int h, int64_t r0) {
   constexpr bool has_min = K == kQ4_1, q8 = K == kQ8_0;
-  constexpr int block_bytes = q8 ? kQ8PackBlockBytes : kQ4PackBlockBytes, d_at = q8 ? 512 : 256;
+  constexpr Q4PackAt at = q8 ? Q4PackAt{-1, 512, -1, kQ8PackBlockBytes} : q4pack_at(K);
+  constexpr int block_bytes = at.bytes, d_at = at.d;
   const int64_t nb = j.k / 32;
   const uint8_t* grp = j.wpack + size_t(n / 16) * size_t(nb) * block_bytes;
   const __m256i m4 = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1), bias = _mm256_set1_epi8(char(0x80));
@@ -92,7 +93,7 @@ static void q4a_rows(const Job& j, const Q4Rows& xr, int64_t n, int h, int64_t r
       if constexpr (K == kQ4_0) it = _mm256_sub_epi32(it, _mm256_set1_epi32(off0[rb]));
       __m256 pv = _mm256_mul_ps(_mm256_cvtepi32_ps(it), _mm256_mul_ps(dwv, _mm256_set1_ps(dx0[rb])));
       if constexpr (has_min) {
-        const __m256 mwv = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 288 + 16 * h)));
+        const __m256 mwv = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + at.m + 16 * h)));
         pv = _mm256_add_ps(pv, _mm256_mul_ps(mwv, _mm256_set1_ps(dsx0[rb])));
       }
       acc[t] = _mm256_add_ps(acc[t], pv);

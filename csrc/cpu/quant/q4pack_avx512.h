@@ -21,7 +21,7 @@ static inline __m512i dpbusd_bcast(__m512i acc, __m512i w, const uint8_t* x4) {
 }
 
 // Q8_0's pack holds the 8 B-operand rows as they are (int8 + 128), unaligned (544-byte blocks);
-// Q5_0 / Q5_1 add each plane's fifth bits to its nibbles (352- / 384-byte blocks, loaded unaligned).
+// Q5_0 / Q5_1 add each plane's fifth bits to its nibbles; Q4_0's and Q5_0's blocks are loaded unaligned.
 template <WKind K, int RT, int S>
 static void q4v_rows(const Job& j, const Q4Rows& xr, const int64_t (&n)[S], int64_t r0) {
   constexpr bool has_min = K == kQ4_1 || K == kQ5_1, q8 = K == kQ8_0, five = K == kQ5_0 || K == kQ5_1;
@@ -57,7 +57,7 @@ static void q4v_rows(const Job& j, const Q4Rows& xr, const int64_t (&n)[S], int6
         if constexpr (five) h = _mm512_loadu_si512(s + at.qh);
 #pragma GCC unroll 4
         for (int r = 0; r < 4; ++r) {
-          const __m512i v = five ? _mm512_loadu_si512(s + 64 * r) : _mm512_load_si512(s + 64 * r);
+          const __m512i v = block_bytes % 64 ? _mm512_loadu_si512(s + 64 * r) : _mm512_load_si512(s + 64 * r);
           w[r] = _mm512_and_si512(v, m4);
           w[r + 4] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
           if constexpr (five) {  // bit r of each plane byte (low nibbles), bit 4 + r (high), to bit 4
