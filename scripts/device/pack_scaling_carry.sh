@@ -3,6 +3,7 @@
 #   llama.cpp.tar.xz  llama.cpp's sources that llama-bench needs, the CPU backend only (tools/CMakeLists.txt
 #                     cut to llama-bench); ~4 MB
 #   gguf-*.whl        gguf-py for bench/make_shape_gguf.py (the device has no gguf)
+#   pytest/           pytest and its dependencies' wheels, for thread_scaling.sh's pytest step
 #   tokenizer.gguf    the default model's tokenizer keys alone, no tensors (make_shape_gguf --tokenizer)
 #   commit.txt        HEAD; head/: HEAD's copy of every tracked file changed in the checkout, and
 #   not_in_head.txt   the files HEAD lacks (untracked, added): thread_scaling.sh puts back the one and
@@ -33,6 +34,8 @@ echo 'add_subdirectory(llama-bench)' > "$L/tools/CMakeLists.txt"
 tar -C "$C/stage" -cf - llama.cpp | xz -6 -T1 -c > "$C/llama.cpp.tar.xz"
 rm -rf "$C/stage"
 python -m pip download -q --no-deps --only-binary=:all: -d "$C" gguf==0.19.0
+# pytest for the `pytest:` step (kernel parity tests on the device CPU: AMX there, not here)
+python -m pip download -q --only-binary=:all: -d "$C/pytest" pytest
 python - "$tok" "$C/tokenizer.gguf" <<'EOF'
 import sys
 from gguf import GGUFReader, GGUFValueType, GGUFWriter

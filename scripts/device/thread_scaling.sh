@@ -7,6 +7,8 @@
 #                         $MODELS with bench/make_shape_gguf.py. Skipped when done before on this warm machine
 #   bandwidth             bench_bandwidth: read GB/s of a cold 1 GiB buffer, 1..all threads, 1 and 4 streams
 #   compare:SHAPE:TYPE:T  bench/compare_llamacpp.py (the commit's copy) at each of $THREADS (tg T, pp $PROMPT)
+#   pytest:FILE,FILE,...  those test files of the commit's copy against its build (the kernels' parity tests
+#                         on this CPU's instruction sets: AMX here, which CI's machines lack)
 #   profile:SHAPE:TYPE:T  decode steps (T a run, two runs) at each of $PROFILE_THREADS, without and with
 #                         EYAS_PROFILE=1, and pp512 with it; then the thread pool's cost of one empty job
 #                         at 1..all threads
@@ -64,6 +66,12 @@ setup() {
 }
 
 bandwidth() { "$W/src/build/scaling/bench/bench_bandwidth"; }
+
+run_pytest() {  # FILE,FILE,...
+  python3 -c "import pytest" 2>/dev/null ||
+    python3 -m pip install -q --no-index --find-links "$C/pytest" --target "$W/site" pytest || return 1
+  (cd "$W/src" && timeout -k 5 "$(left)" python3 -m pytest -q -p no:cacheprovider -rs ${1//,/ })
+}
 
 compare() {  # SHAPE TYPE TOKENS
   local f; f=$(model "$1" "$2")
@@ -146,6 +154,7 @@ for step in "$@"; do
   case $name in
     setup) setup || { say "setup failed"; exit 1; } ;;
     bandwidth) say bandwidth; bandwidth ;;
+    pytest) say "pytest $a"; run_pytest "$a" || say "pytest: FAILED" ;;
     compare) compare "$a" "$b" "$c" ;;
     profile) profile "$a" "$b" "$c" ;;
     *) echo "unknown step: $step" >&2; exit 2 ;;
