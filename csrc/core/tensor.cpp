@@ -1,6 +1,5 @@
 #include "core/tensor.h"
 
-#include <sstream>
 #include <stdexcept>
 
 namespace eyas {
@@ -32,12 +31,12 @@ size_t Tensor::nbytes() const {
   return size_t(rows()) * row_bytes(dtype, shape.back());
 }
 
+// Plain string building, no iostreams: in a Python 3.12 process (GCC 13 build, numpy 2.5) an
+// ostringstream here crashed on a null locale facet, so every error message naming a tensor did.
 std::string Tensor::describe() const {
-  std::ostringstream s;
-  s << type_traits(dtype).name << "[";
-  for (size_t i = 0; i < shape.size(); ++i) s << (i ? ", " : "") << shape[i];
-  s << "]";
-  return s.str();
+  std::string s = std::string(type_traits(dtype).name) + "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
 }
 
 const uint8_t* Tensor::row_ptr(int64_t r) const {
