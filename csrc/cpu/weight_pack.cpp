@@ -13,8 +13,8 @@
 
 namespace eyas {
 
-// Repacked weights (matmul_pack_weight: Q4_0/Q4_1 in the AMX kernels' tile order, Q8_0 for VNNI at
-// T <= the table's q8pack_max_rows), built at a weight's first call on an ISA that reads them (a
+// Repacked weights (matmul_pack_weight: Q4_0/Q4_1 in the AMX kernels' tile order, Q5_0/Q5_1 and the
+// K-quants for VNNI, Q8_0 for VNNI at T <= the table's q8pack_max_rows; layouts in q4pack.h), built at a weight's first call on an ISA that reads them (a
 // Q8_0 weight's second: see weight_pack) and stored in the weight's Buffer (derived data), so a pack
 // lives exactly as long as its weight. Weights are not written after their first matmul (loaders
 // fill them before); as a guard against a buffer refilled in place, a hit also compares the first

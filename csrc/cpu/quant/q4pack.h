@@ -1,4 +1,4 @@
-// Q4_0 / Q4_1 weights repacked for the AMX tile path: built once per weight (ops/matmul.cpp keeps
+// Q4_0 / Q4_1 weights repacked for the VNNI and AMX tile paths: built once per weight (ops/matmul.cpp keeps
 // it beside the weight's buffer) so a multi-row matmul turns each block of 16 weight rows into
 // int8 B tiles with three contiguous 64-byte loads' worth of AND and shift, instead of gathering
 // 16 rows. The integers and scales are the GGUF ones, moved: the bits of every result stay those
@@ -13,7 +13,7 @@
 // Groups follow each other, blocks in order within a group; rows past N / 16 * 16 are not packed
 // (the kernels give them to the VNNI path).
 //
-// Q5_0 / Q5_1 (read by the AVX-512 VNNI path at every T), q4_block_bytes per 16 rows and 32-block,
+// Q5_0 / Q5_1 (read by the AVX-512 VNNI path at every T), q4pack_at(kind).bytes per 16 rows and 32-block,
 // exactly the GGUF bytes (352 / 384; the kernel loads unaligned):
 //   [0, 256)    the nibbles as Q4's
 //   [256, 320)  fifth bits: byte 4c + e, bit r (r = 0..3) of element 4r + e of row c, bit 4 + r of
