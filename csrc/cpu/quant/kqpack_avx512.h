@@ -345,6 +345,23 @@ static inline void kq_rows(const Job& j, const int32_t* pairs, int64_t n, int64_
   else k45_rows<K, RT>(j, pairs, n, r0);
 }
 
+// Rows [r, T) over an unpacked group in passes of 8 (then 4, 3, 2, 1); next as in kq_rows_unpacked,
+// requested by the first pass only.
+template <WKind K>
+static void kq_unpacked_passes(const Job& j, const int32_t* pairs, const uint8_t* src, const uint8_t* planes,
+                               const __m512i* scales, int64_t n, int64_t r, const uint8_t* next) {
+  const int64_t r0 = r;
+  auto pass = [&](auto rows) {
+    kq_rows_unpacked<K, decltype(rows)::value>(j, pairs, src, planes, scales, n, r, r == r0 ? next : nullptr);
+    r += decltype(rows)::value;
+  };
+  while (j.t - r >= 8) pass(std::integral_constant<int, 8>{});
+  if (j.t - r >= 4) pass(std::integral_constant<int, 4>{});
+  if (j.t - r == 3) pass(std::integral_constant<int, 3>{});
+  if (j.t - r == 2) pass(std::integral_constant<int, 2>{});
+  if (j.t - r == 1) pass(std::integral_constant<int, 1>{});
+}
+
 // Every row over the pack; rows past N / 16 * 16 (and every row without a pack) on the GGUF path.
 template <WKind K>
 void cols_kq_packed(const Job& j, int64_t n0, int64_t n1) {
@@ -361,16 +378,7 @@ void cols_kq_packed(const Job& j, int64_t n0, int64_t n1) {
         const uint8_t* src = j.wpack + size_t(n / 16) * size_t(nb) * block_bytes;
         const uint8_t* next = n + 16 < full ? src + size_t(nb) * block_bytes : nullptr;  // the first pass fetches it
         kq_unpack_group<K>(src, nb, planes, scales);
-        int64_t r = 0;
-        auto pass = [&](auto rows) {
-          kq_rows_unpacked<K, decltype(rows)::value>(j, pairs, src, planes, scales, n, r, r == 0 ? next : nullptr);
-          r += decltype(rows)::value;
-        };
-        while (j.t - r >= 8) pass(std::integral_constant<int, 8>{});
-        if (j.t - r >= 4) pass(std::integral_constant<int, 4>{});
-        if (j.t - r == 3) pass(std::integral_constant<int, 3>{});
-        if (j.t - r == 2) pass(std::integral_constant<int, 2>{});
-        if (j.t - r == 1) pass(std::integral_constant<int, 1>{});
+        kq_unpacked_passes<K>(j, pairs, src, planes, scales, n, 0, next);
       }
     } else {
       for (int64_t n = n0; n < full; n += 16) {  // 4 rows a pass (Q6_K: 8); the group stays in cache for the next
