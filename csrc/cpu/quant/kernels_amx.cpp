@@ -384,7 +384,7 @@ void cols_amx_q4p(const Job& j, int64_t n0, int64_t n1) {
 constexpr int64_t kAmxKqMinRows = 16;
 
 // Rows [0, rows) (a multiple of 16) x the 16 columns from n over the unpacked group; the tile
-// config holds C in tile 0, A in 1, B in 2. next (or nullptr): the next group's pack, requested
+// config holds C in tiles 0 / 1, A in 2 / 3, B in 4 / 5. next (or nullptr): the next group's pack, requested
 // into L2 block by block during the first 16 rows.
 template <WKind K>
 static void kq_amx_rows(const Job& j, const int32_t* pairs, const uint8_t* src, const uint8_t* planes,
@@ -392,7 +392,7 @@ static void kq_amx_rows(const Job& j, const int32_t* pairs, const uint8_t* src, 
   constexpr int G = kq_sub_blocks<K>(), P = 64 / G, S = 4 * P, pair_n = K == kQ6_K ? 8 : 4;
   constexpr int block_bytes = K == kQ6_K ? kQ6KPackBlockBytes : kpack_at(K).bytes;
   const int64_t nb = j.k / 256;
-  alignas(64) int32_t c[16][16];
+  alignas(64) int32_t c[2][16][16];
   for (int64_t r0 = 0; r0 < rows; r0 += 16) {
     float* y0 = j.y + r0 * j.n + n;
     for (int t = 0; t < 16; ++t) _mm512_storeu_ps(y0 + t * j.n, _mm512_setzero_ps());
@@ -403,16 +403,28 @@ static void kq_amx_rows(const Job& j, const int32_t* pairs, const uint8_t* src, 
       __m512i iv[16];
 #pragma GCC unroll 16
       for (int t = 0; t < 16; ++t) iv[t] = _mm512_setzero_si512();
-      for (int g = 0; g < G; ++g) {
-        _tile_zero(0);
-        _tile_loadd(1, xq + b * 256 + g * S, long(j.k));
-        _tile_loadd(2, planes + (b * 64 + g * P) * 64, 64);
-        _tile_dpbsud(0, 1, 2);
-        _tile_stored(0, c, 64);
+      auto consume = [&](const int32_t (*cg)[16], int g) {  // iv += C of sub-block g x its column scales
         const __m512i sc = _mm512_load_si512(scales + b * G + g);
 #pragma GCC unroll 16
-        for (int t = 0; t < 16; ++t) iv[t] = _mm512_add_epi32(iv[t], _mm512_mullo_epi32(_mm512_load_si512(c[t]), sc));
+        for (int t = 0; t < 16; ++t) iv[t] = _mm512_add_epi32(iv[t], _mm512_mullo_epi32(_mm512_load_si512(cg[t]), sc));
+      };
+      // Two C tiles in turn (ids are immediates: C 0 / 1, A 2 / 3, B 4 / 5), so sub-block g + 1's tile
+      // product runs while sub-block g's C is scaled: the tile unit and the vector ports overlap.
+      for (int g = 0; g < G; g += 2) {
+        _tile_zero(0);
+        _tile_loadd(2, xq + b * 256 + g * S, long(j.k));
+        _tile_loadd(4, planes + (b * 64 + g * P) * 64, 64);
+        _tile_dpbsud(0, 2, 4);
+        _tile_stored(0, c[0], 64);
+        if (g > 0) consume(c[1], g - 1);
+        _tile_zero(1);
+        _tile_loadd(3, xq + b * 256 + (g + 1) * S, long(j.k));
+        _tile_loadd(5, planes + (b * 64 + (g + 1) * P) * 64, 64);
+        _tile_dpbsud(1, 3, 5);
+        _tile_stored(1, c[1], 64);
+        consume(c[0], g);
       }
+      consume(c[1], G - 1);
       const KqBlockTerm<K> term(src + b * block_bytes);
 #pragma GCC unroll 16
       for (int t = 0; t < 16; ++t) {
@@ -437,9 +449,11 @@ void cols_amx_kq(const Job& j, int64_t n0, int64_t n1) {
   uint8_t* planes = thread_scratch<kScratchUnpacked>(size_t(nb) * (4096 + 64 * G));
   __m512i* scales = reinterpret_cast<__m512i*>(planes + size_t(nb) * 4096);
   TileConfig cfg;
-  cfg.rows[0] = 16, cfg.colsb[0] = 64;     // C: 16 activation rows x 16 int32 columns
-  cfg.rows[1] = 16, cfg.colsb[1] = S;      // A: 16 activation rows x one sub-block
-  cfg.rows[2] = S / 4, cfg.colsb[2] = 64;  // B: the sub-block's planes (4 elements x 16 columns each)
+  for (int i = 0; i < 2; ++i) {
+    cfg.rows[i] = 16, cfg.colsb[i] = 64;         // C: 16 activation rows x 16 int32 columns
+    cfg.rows[2 + i] = 16, cfg.colsb[2 + i] = S;  // A: 16 activation rows x one sub-block
+    cfg.rows[4 + i] = S / 4, cfg.colsb[4 + i] = 64;  // B: the sub-block's planes (4 elements x 16 columns each)
+  }
   _tile_loadconfig(&cfg);
   for (int64_t n = n0; n < full; n += 16) {
     const uint8_t* src = j.wpack + size_t(n / 16) * size_t(nb) * block_bytes;
