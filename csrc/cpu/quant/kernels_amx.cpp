@@ -1,6 +1,5 @@
 // AMX kernel table: the AVX-512 table, plus int8 tile matmuls for the legacy 32-block types when
-// several activation rows share the weights (T >= kAmxMinRows), and for the K-quants' sub-blocks
-// from 16 rows. A tile product gives the exact
+// several activation rows share the weights (T >= kAmxMinRows). A tile product gives the exact
 // per-block integer dots of 16 weight rows x 16 activation rows; the float epilogue then applies
 // dot_generic.h's per-block operations in block order, so the bits equal every other path.
 #include "cpu/quant/kernels.h"
@@ -10,11 +9,9 @@
 
 #include <cstdlib>
 #include <memory>
-#include <type_traits>
 #include <vector>
 
 #include "cpu/quant/isa.h"
-#include "cpu/quant/kquant_sums.h"
 #include "cpu/quant/q4pack.h"
 #include "cpu/quant/scratch.h"
 
@@ -31,8 +28,6 @@ static inline float H2F(uint16_t h) { return _cvtsh_ss(h); }  // F16C: exact, as
 #include "cpu/quant/simd_avx512.h"
 #include "cpu/quant/q4rows.h"
 #include "cpu/quant/q4pack_avx512.h"
-#include "cpu/quant/kquant_avx512.h"
-#include "cpu/quant/kqpack_avx512.h"
 
 // Tile paths from this many activation rows. Q8_0 reads its weights as A tiles with no unpacking
 // (T = 2..16 cost about 2x a T = 1 pass from DRAM) unless the call has the VNNI pack (T <= 6).
@@ -374,98 +369,6 @@ void cols_amx_q4p(const Job& j, int64_t n0, int64_t n1) {
   if (full < n1) cols_q4x4<K>(j, full, n1);
 }
 
-// ---- K-quants from the repacked weights: one tile product per sub-block -------------------------
-// Each 16-column group is unpacked once into u8 planes (kqpack_avx512.h's large-T route), which are
-// B tiles as they stand. A sub-block (Q4_K / Q5_K: 32 elements, Q6_K: 16) has its own scale per
-// column, so a tile product covers one sub-block: C (16 activation rows x 16 columns, int32) =
-// A (16 rows x the sub-block's bytes) . B (its planes); C goes through memory into per-row int32 sums
-// scaled by the sub-block's column scales (vpmulld), the VNNI path's integers, then the block's float
-// term in block order, summed in y: the same bits.
-constexpr int64_t kAmxKqMinRows = 16;
-
-// Rows [0, rows) (a multiple of 16) x the 16 columns from n over the unpacked group; the tile
-// config holds C in tiles 0 / 1, A in 2 / 3, B in 4 / 5. next (or nullptr): the next group's pack, requested
-// into L2 block by block during the first 16 rows.
-template <WKind K>
-static void kq_amx_rows(const Job& j, const int32_t* pairs, const uint8_t* src, const uint8_t* planes,
-                        const __m512i* scales, int64_t n, int64_t rows, const uint8_t* next) {
-  constexpr int G = kq_sub_blocks<K>(), P = 64 / G, S = 4 * P, pair_n = K == kQ6_K ? 8 : 4;
-  constexpr int block_bytes = K == kQ6_K ? kQ6KPackBlockBytes : kpack_at(K).bytes;
-  const int64_t nb = j.k / 256;
-  alignas(64) int32_t c[2][16][16];
-  for (int64_t r0 = 0; r0 < rows; r0 += 16) {
-    float* y0 = j.y + r0 * j.n + n;
-    for (int t = 0; t < 16; ++t) _mm512_storeu_ps(y0 + t * j.n, _mm512_setzero_ps());
-    const int8_t* xq = j.act.qs + r0 * j.k;
-    for (int64_t b = 0; b < nb; ++b) {
-      if (r0 == 0 && next)
-        for (int l = 0; l < (block_bytes + 63) / 64; ++l) _mm_prefetch(reinterpret_cast<const char*>(next + b * block_bytes + 64 * l), _MM_HINT_T1);
-      __m512i iv[16];
-#pragma GCC unroll 16
-      for (int t = 0; t < 16; ++t) iv[t] = _mm512_setzero_si512();
-      auto consume = [&](const int32_t (*cg)[16], int g) {  // iv += C of sub-block g x its column scales
-        const __m512i sc = _mm512_load_si512(scales + b * G + g);
-#pragma GCC unroll 16
-        for (int t = 0; t < 16; ++t) iv[t] = _mm512_add_epi32(iv[t], _mm512_mullo_epi32(_mm512_load_si512(cg[t]), sc));
-      };
-      // Two C tiles in turn (ids are immediates: C 0 / 1, A 2 / 3, B 4 / 5), so sub-block g + 1's tile
-      // product runs while sub-block g's C is scaled: the tile unit and the vector ports overlap.
-      for (int g = 0; g < G; g += 2) {
-        _tile_zero(0);
-        _tile_loadd(2, xq + b * 256 + g * S, long(j.k));
-        _tile_loadd(4, planes + (b * 64 + g * P) * 64, 64);
-        _tile_dpbsud(0, 2, 4);
-        _tile_stored(0, c[0], 64);
-        if (g > 0) consume(c[1], g - 1);
-        _tile_zero(1);
-        _tile_loadd(3, xq + b * 256 + (g + 1) * S, long(j.k));
-        _tile_loadd(5, planes + (b * 64 + (g + 1) * P) * 64, 64);
-        _tile_dpbsud(1, 3, 5);
-        _tile_stored(1, c[1], 64);
-        consume(c[0], g);
-      }
-      consume(c[1], G - 1);
-      const KqBlockTerm<K> term(src + b * block_bytes);
-#pragma GCC unroll 16
-      for (int t = 0; t < 16; ++t) {
-        float* y = y0 + t * j.n;
-        const int64_t row = r0 + t;
-        _mm512_storeu_ps(y, _mm512_add_ps(_mm512_loadu_ps(y), term(pairs + (row * nb + b) * pair_n, j.act.d[row * j.act.d_per_row + b], iv[t])));
-      }
-    }
-  }
-}
-
-// From kAmxKqMinRows rows with a kept pack: whole 16-row groups on tiles, the other rows on the VNNI
-// passes over the same unpacked group; fewer rows (and no pack) as the AVX-512 table does.
-template <WKind K>
-void cols_amx_kq(const Job& j, int64_t n0, int64_t n1) {
-  const int64_t full = j.wpack ? n0 + (n1 - n0) / 16 * 16 : n0;
-  if (j.t < kAmxKqMinRows || full == n0) return cols_kq_packed<K>(j, n0, n1);
-  constexpr int G = kq_sub_blocks<K>(), S = 256 / G;
-  constexpr int block_bytes = K == kQ6_K ? kQ6KPackBlockBytes : kpack_at(K).bytes;
-  const int32_t* pairs = kq_sum_pairs<K>(j);
-  const int64_t nb = j.k / 256, tile_rows = j.t / 16 * 16;
-  uint8_t* planes = thread_scratch<kScratchUnpacked>(size_t(nb) * (4096 + 64 * G));
-  __m512i* scales = reinterpret_cast<__m512i*>(planes + size_t(nb) * 4096);
-  TileConfig cfg;
-  for (int i = 0; i < 2; ++i) {
-    cfg.rows[i] = 16, cfg.colsb[i] = 64;         // C: 16 activation rows x 16 int32 columns
-    cfg.rows[2 + i] = 16, cfg.colsb[2 + i] = S;  // A: 16 activation rows x one sub-block
-    cfg.rows[4 + i] = S / 4, cfg.colsb[4 + i] = 64;  // B: the sub-block's planes (4 elements x 16 columns each)
-  }
-  _tile_loadconfig(&cfg);
-  for (int64_t n = n0; n < full; n += 16) {
-    const uint8_t* src = j.wpack + size_t(n / 16) * size_t(nb) * block_bytes;
-    const uint8_t* next = n + 16 < full ? src + size_t(nb) * block_bytes : nullptr;
-    kq_unpack_group<K>(src, nb, planes, scales);
-    kq_amx_rows<K>(j, pairs, src, planes, scales, n, tile_rows, next);
-    kq_unpacked_passes<K>(j, pairs, src, planes, scales, n, tile_rows, nullptr);
-  }
-  _tile_release();
-  if (full < n1) cols_kquant_v<K>(j, full, n1);  // after: it reuses the kernel scratch
-}
-
 }  // namespace amx_impl
 }  // namespace eyas::cpu::quant
 #pragma GCC pop_options
@@ -484,9 +387,6 @@ const Table* table_amx() {
     t.cols[kQ5_0] = &cols_amx<kQ5_0, &cols_q4x4<kQ5_0>>;
     t.cols[kQ5_1] = &cols_amx<kQ5_1, &cols_q4x4<kQ5_1>>;
     t.q5pack = false;  // the tile path reads GGUF rows; a pack would page them out
-    t.cols[kQ4_K] = &cols_amx_kq<kQ4_K>;
-    t.cols[kQ5_K] = &cols_amx_kq<kQ5_K>;
-    t.cols[kQ6_K] = &cols_amx_kq<kQ6_K>;
     t.prepare = &prepare;
     return t;
   }();
