@@ -56,6 +56,9 @@ def test_q4_pack_layout(wtype, n):
     got = _core.ops._q4_pack(w, wtype, (n, k))
     assert got.dtype == np.uint8
     assert np.array_equal(got, qr.q4_pack(w, wtype, n, k))
+    # Every legacy pack is exactly the GGUF bytes of the rows it holds: a kept pack costs no more
+    # memory than the weight (whose mapped pages are released once it is built).
+    assert got.size == (n // 16 * 16) * (k // 32) * qr.BLOCK[wtype][1]
 
 
 @pytest.mark.parametrize("n", [16, 40])
@@ -131,3 +134,19 @@ def test_q8_pack_waits_for_a_second_call_on_the_same_buffer():
     q4 = qr.random_weights(rng, "Q4_1", 64, 576)
     _core.ops.matmul(x, q4, "Q4_1", (64, 576))
     assert _core.ops._weight_packs_built() == built + 1  # Q4 weights pack at their first call
+
+
+@pytest.mark.skipif("avx512" not in _core.ops.available_isas(), reason="no AVX-512 VNNI on this CPU")
+def test_q5_weights_pack_on_avx512_only():
+    """Q5_0 / Q5_1 read a repack on the AVX-512 table (built at the first call), and none elsewhere."""
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((1, 576), dtype=np.float32)
+    for wtype in ("Q5_0", "Q5_1"):
+        w = qr.random_weights(rng, wtype, 64, 576)
+        _core.ops.set_isa("avx2")
+        built = _core.ops._weight_packs_built()
+        want = _core.ops.matmul(x, w, wtype, (64, 576))
+        assert _core.ops._weight_packs_built() == built
+        _core.ops.set_isa("avx512")
+        assert np.array_equal(_core.ops.matmul(x, w, wtype, (64, 576)), want)
+        assert _core.ops._weight_packs_built() == built + 1
