@@ -79,13 +79,19 @@ struct KqBlockTerm {
   }
 };
 
+// Q5_K's qh plane h: bit `bit` of each byte moved to bit 4 (the fifth bit of plane (c, r)'s low
+// nibbles is bit 2c, of its high nibbles 2c + 1).
+static inline __m512i k5_fifth_bits(__m512i h, int bit) {
+  return _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(h, bit), _mm512_set1_epi8(1)), 4);
+}
+
 // Q4_K / Q5_K: RT rows x the 16 columns from n.
 template <WKind K, int RT>
 static void k45_rows(const Job& j, const int32_t* pairs, int64_t n, int64_t r0) {
   constexpr KPackAt at = kpack_at(K);
   const int64_t nb = j.k / 256;
   const uint8_t* src = j.wpack + size_t(n / 16) * size_t(nb) * at.bytes;
-  const __m512i m4 = _mm512_set1_epi8(0x0F), one = _mm512_set1_epi8(1);
+  const __m512i m4 = _mm512_set1_epi8(0x0F);
   const uint8_t* xq0 = reinterpret_cast<const uint8_t*>(j.act.qs + r0 * j.k);
   __m512 acc[RT];
 #pragma GCC unroll 16
@@ -110,8 +116,8 @@ static void k45_rows(const Job& j, const int32_t* pairs, int64_t n, int64_t r0) 
                 hi = K == kQ5_K ? _mm512_and_si512(_mm512_srli_epi16(v, 4), m4) : _mm512_andnot_si512(m4, v);
         if constexpr (K == kQ5_K) {  // fifth bits 2c, 2c + 1 of the qh plane, to bit 4 (per byte)
           const __m512i h = _mm512_loadu_si512(s + at.qh + 64 * r);
-          lo = _mm512_or_si512(lo, _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(h, 2 * c), one), 4));
-          hi = _mm512_or_si512(hi, _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(h, 2 * c + 1), one), 4));
+          lo = _mm512_or_si512(lo, k5_fifth_bits(h, 2 * c));
+          hi = _mm512_or_si512(hi, k5_fifth_bits(h, 2 * c + 1));
         }
 #pragma GCC unroll 16
         for (int t = 0; t < RT; ++t) {
@@ -137,6 +143,20 @@ static void k45_rows(const Job& j, const int32_t* pairs, int64_t n, int64_t r0) 
   for (int t = 0; t < RT; ++t) _mm512_storeu_ps(j.y + (r0 + t) * j.n + n, acc[t]);
 }
 
+// Q6_K pack block s: the quants (0..63) of plane (h, e, r), low nibbles (elements 128h + 32e + 4r ..)
+// or high (+ 64), and the int32 scale of sub-block g in each column's lane.
+static inline __m512i k6_quants(const uint8_t* s, int h, int e, int r, bool high) {
+  const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
+  const __m512i v = _mm512_loadu_si512(s + 1024 * h + 512 * e + 64 * r);
+  const __m512i qh = _mm512_loadu_si512(s + 2048 + 512 * h + 64 * r);
+  if (!high) return _mm512_or_si512(_mm512_and_si512(v, m4), _mm512_and_si512(_mm512_slli_epi16(qh, 4 - 2 * e), m30));
+  return _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(v, 4), m4), _mm512_and_si512(e ? _mm512_srli_epi16(qh, 2) : qh, m30));
+}
+static inline __m512i k6_scale(const uint8_t* s, int g) {  // word g % 2 of pair g / 2, sign-extended
+  const __m512i w = _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + 3072 + 32 * (g / 2))));
+  return g % 2 ? _mm512_srai_epi32(w, 16) : _mm512_srai_epi32(_mm512_slli_epi32(w, 16), 16);
+}
+
 // Q6_K: as k45_rows; quants are 4 + 2 bits from two planes, 16-element sub-blocks (two per
 // 8 planes r), signed scales, and the + 32 of the stored quants taken out as 32 * (scales . sums).
 // Up to 4 rows keep every accumulator in registers. 8 rows (kWide) share each block's unpack, which
@@ -148,7 +168,6 @@ static void k6_rows(const Job& j, const int32_t* pairs, int64_t n, int64_t r0) {
   constexpr bool kWide = RT > 4;
   const int64_t nb = j.k / 256;
   const uint8_t* src = j.wpack + size_t(n / 16) * size_t(nb) * kQ6KPackBlockBytes;
-  const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
   const uint8_t* xq0 = reinterpret_cast<const uint8_t*>(j.act.qs + r0 * j.k);
   __m512 acc[kWide ? 1 : RT];
   if constexpr (kWide) {
@@ -157,11 +176,6 @@ static void k6_rows(const Job& j, const int32_t* pairs, int64_t n, int64_t r0) {
 #pragma GCC unroll 16
     for (int t = 0; t < RT; ++t) acc[t] = _mm512_setzero_ps();
   }
-  // scale of sub-block g: word g % 2 of pair g / 2, sign-extended
-  auto scale = [](const uint8_t* s, int g) {
-    const __m512i w = _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + 3072 + 32 * (g / 2))));
-    return g % 2 ? _mm512_srai_epi32(w, 16) : _mm512_srai_epi32(_mm512_slli_epi32(w, 16), 16);
-  };
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* s = src + b * kQ6KPackBlockBytes;
     kq_prefetch_next<kQ6KPackBlockBytes>(s);
@@ -176,13 +190,7 @@ static void k6_rows(const Job& j, const int32_t* pairs, int64_t n, int64_t r0) {
         for (int rr = 0; rr < 2; ++rr) {  // sub-blocks 8h + 2e + rr (low nibbles), + 4 (high)
           const int gl = 8 * h + 2 * e + rr, gh = gl + 4;
           // sub-block gl's quants (low nibbles) or gh's (high) of plane r
-          auto quants = [&](int r, bool high) {
-            const __m512i v = _mm512_loadu_si512(s + 1024 * h + 512 * e + 64 * r);
-            const __m512i qh = _mm512_loadu_si512(s + 2048 + 512 * h + 64 * r);
-            if (!high) return _mm512_or_si512(_mm512_and_si512(v, m4), _mm512_and_si512(_mm512_slli_epi16(qh, 4 - 2 * e), m30));
-            return _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(v, 4), m4),
-                                   _mm512_and_si512(e ? _mm512_srli_epi16(qh, 2) : qh, m30));
-          };
+          auto quants = [&](int r, bool high) { return k6_quants(s, h, e, r, high); };
           auto xq = [&](int t, int r) { return xq0 + t * j.k + b * 256 + 128 * h + 32 * e + 4 * r; };
           if constexpr (kWide) {
 #pragma GCC unroll 2
@@ -196,7 +204,7 @@ static void k6_rows(const Job& j, const int32_t* pairs, int64_t n, int64_t r0) {
 #pragma GCC unroll 16
                 for (int t = 0; t < RT; ++t) d[t] = dpbusd_bcast(d[t], q, xq(t, r) + 64 * half);
               }
-              const __m512i sc = scale(s, half ? gh : gl);
+              const __m512i sc = k6_scale(s, half ? gh : gl);
 #pragma GCC unroll 16
               for (int t = 0; t < RT; ++t) iv[t] = _mm512_add_epi32(iv[t], _mm512_mullo_epi32(d[t], sc));
             }
@@ -213,7 +221,7 @@ static void k6_rows(const Job& j, const int32_t* pairs, int64_t n, int64_t r0) {
                 dh[t] = dpbusd_bcast(dh[t], hi, xq(t, r) + 64);
               }
             }
-            const __m512i sl = scale(s, gl), sh = scale(s, gh);
+            const __m512i sl = k6_scale(s, gl), sh = k6_scale(s, gh);
 #pragma GCC unroll 16
             for (int t = 0; t < RT; ++t)
               iv[t] = _mm512_add_epi32(iv[t], _mm512_add_epi32(_mm512_mullo_epi32(dl[t], sl), _mm512_mullo_epi32(dh[t], sh)));
@@ -253,7 +261,7 @@ constexpr int kq_sub_blocks() { return K == kQ6_K ? 16 : 8; }
 template <WKind K>
 static void kq_unpack_group(const uint8_t* src, int64_t nb, uint8_t* planes, __m512i* scales) {
   constexpr int G = kq_sub_blocks<K>();
-  const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30), m10 = _mm512_set1_epi8(0x10);
+  const __m512i m4 = _mm512_set1_epi8(0x0F);
   auto put = [&](int64_t b, int p, __m512i v) { _mm512_store_si512(planes + (b * 64 + p) * 64, v); };
   for (int64_t b = 0; b < nb; ++b) {
     if constexpr (K == kQ6_K) {
@@ -263,16 +271,10 @@ static void kq_unpack_group(const uint8_t* src, int64_t nb, uint8_t* planes, __m
         for (int e = 0; e < 2; ++e)
 #pragma GCC unroll 8
           for (int r = 0; r < 8; ++r) {  // low nibbles: elements 128h + 32e + 4r, high: + 64
-            const __m512i v = _mm512_loadu_si512(s + 1024 * h + 512 * e + 64 * r);
-            const __m512i qh = _mm512_loadu_si512(s + 2048 + 512 * h + 64 * r);
-            put(b, 32 * h + 8 * e + r, _mm512_or_si512(_mm512_and_si512(v, m4), _mm512_and_si512(_mm512_sllv_epi16(qh, _mm512_set1_epi16(4 - 2 * e)), m30)));
-            put(b, 32 * h + 16 + 8 * e + r, _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(v, 4), m4),
-                                                            _mm512_and_si512(_mm512_srlv_epi16(qh, _mm512_set1_epi16(2 * e)), m30)));
+            put(b, 32 * h + 8 * e + r, k6_quants(s, h, e, r, false));
+            put(b, 32 * h + 16 + 8 * e + r, k6_quants(s, h, e, r, true));
           }
-      for (int g = 0; g < G; ++g) {
-        const __m512i w = _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + 3072 + 32 * (g / 2))));
-        scales[b * G + g] = g % 2 ? _mm512_srai_epi32(w, 16) : _mm512_srai_epi32(_mm512_slli_epi32(w, 16), 16);
-      }
+      for (int g = 0; g < G; ++g) scales[b * G + g] = k6_scale(s, g);
     } else {
       constexpr KPackAt at = kpack_at(K);
       const uint8_t* s = src + b * at.bytes;
@@ -284,11 +286,8 @@ static void kq_unpack_group(const uint8_t* src, int64_t nb, uint8_t* planes, __m
           __m512i lo = _mm512_and_si512(v, m4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
           if constexpr (K == kQ5_K) {  // fifth bits 2c, 2c + 1 of the qh plane, to bit 4
             const __m512i h = _mm512_loadu_si512(s + at.qh + 64 * r);
-            auto to_bit4 = [&](int bit) {  // per byte (the 16-bit shifts stay inside each byte's bits 0-7)
-              return bit <= 4 ? _mm512_sllv_epi16(h, _mm512_set1_epi16(short(4 - bit))) : _mm512_srlv_epi16(h, _mm512_set1_epi16(short(bit - 4)));
-            };
-            lo = _mm512_or_si512(lo, _mm512_and_si512(to_bit4(2 * c), m10));
-            hi = _mm512_or_si512(hi, _mm512_and_si512(to_bit4(2 * c + 1), m10));
+            lo = _mm512_or_si512(lo, k5_fifth_bits(h, 2 * c));
+            hi = _mm512_or_si512(hi, k5_fifth_bits(h, 2 * c + 1));
           }
           put(b, 16 * c + r, lo);
           put(b, 16 * c + 8 + r, hi);
