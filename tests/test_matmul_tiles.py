@@ -136,17 +136,42 @@ def test_q8_pack_waits_for_a_second_call_on_the_same_buffer():
     assert _core.ops._weight_packs_built() == built + 1  # Q4 weights pack at their first call
 
 
-@pytest.mark.skipif("avx512" not in _core.ops.available_isas(), reason="no AVX-512 VNNI on this CPU")
-def test_q5_weights_pack_on_avx512_only():
-    """Q5_0 / Q5_1 read a repack on the AVX-512 table (built at the first call), and none elsewhere."""
+@needs_pack_isa
+def test_q5_weights_pack_where_a_kernel_reads_them():
+    """Q5_0 / Q5_1 read a repack on the AVX2 and AVX-512 tables (built at the first call), none on scalar."""
     rng = np.random.default_rng(9)
     x = rng.standard_normal((1, 576), dtype=np.float32)
     for wtype in ("Q5_0", "Q5_1"):
         w = qr.random_weights(rng, wtype, 64, 576)
-        _core.ops.set_isa("avx2")
+        _core.ops.set_isa("scalar")
         built = _core.ops._weight_packs_built()
         want = _core.ops.matmul(x, w, wtype, (64, 576))
         assert _core.ops._weight_packs_built() == built
-        _core.ops.set_isa("avx512")
-        assert np.array_equal(_core.ops.matmul(x, w, wtype, (64, 576)), want)
-        assert _core.ops._weight_packs_built() == built + 1
+        for isa in [i for i in ("avx2", "avx512") if i in PACKED_ISAS]:
+            _core.ops.set_isa(isa)
+            assert np.array_equal(_core.ops.matmul(x, w, wtype, (64, 576)), want)
+            assert _core.ops._weight_packs_built() == built + 1, isa
+            built += 1
+
+
+@needs_pack_isa
+@pytest.mark.parametrize("wtype", ["Q5_0", "Q5_1"])
+def test_q5_pack_extreme_quants_exact(wtype):
+    """Every quant at 31 against activations at +-127: the AVX2 kernel's int16 pair sums at their
+    largest (widened every two planes) still give the scalar bits."""
+    n, k = 32, 256
+    elems, nbytes = qr.BLOCK[wtype]
+    w = np.full((n * k // elems, nbytes), 0xFF, np.uint8)
+    for off in (0,) if wtype == "Q5_0" else (0, 2):
+        w[:, off:off + 2] = np.array([0.01], np.float16).view(np.uint8)
+    x = np.full((6, k), 3.0, np.float32)
+    x[1] = -3.0
+    x[2, ::2] = -3.0
+    x[3] = np.linspace(-1, 1, k, dtype=np.float32)
+    _core.ops.set_isa("scalar")
+    want = _core.ops.matmul(x, w.reshape(n, -1), wtype, (n, k))
+    for isa in PACKED_ISAS:
+        _core.ops.set_isa(isa)
+        for t in range(1, len(x) + 1):
+            got = _core.ops._matmul_with_pack(x[:t], w.reshape(n, -1), wtype, (n, k))
+            assert np.array_equal(got, want[:t]), f"{wtype} T={t} isa={isa}"

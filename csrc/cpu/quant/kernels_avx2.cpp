@@ -39,6 +39,9 @@ const Table* table_avx2() {
     t.cols[kQ4_0] = &cols_avx2_packed<kQ4_0, &cols_generic<dot_q4_0, 32>>;
     t.cols[kQ4_1] = &cols_avx2_packed<kQ4_1, &cols_generic<dot_q4_1, 32>>;
     t.q4pack_min_rows = 1;  // the repack at every T: GGUF rows would need a horizontal sum per block
+    t.cols[kQ5_0] = &cols_avx2_packed<kQ5_0, &cols_generic<dot_q5_0, 32>>;
+    t.cols[kQ5_1] = &cols_avx2_packed<kQ5_1, &cols_generic<dot_q5_1, 32>>;
+    t.q5pack = true;
     t.q8pack_max_rows = INT64_MAX;
     t.cols[kQ4_K] = &cols_kquant_v<kQ4_K>;
     t.cols[kQ5_K] = &cols_kquant_v<kQ5_K>;

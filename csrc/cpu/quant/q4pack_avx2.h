@@ -1,4 +1,4 @@
-// AVX2 on the repacked Q4_0 / Q4_1 / Q8_0 weights (q4pack.h): each 16-column group as two 8-lane
+// AVX2 on the repacked Q4_0 / Q4_1 / Q5_0 / Q5_1 / Q8_0 weights (q4pack.h): each 16-column group as two 8-lane
 // halves, so a lane is one output column and the epilogue needs no horizontal sums. Included after
 // dot_generic.h, q4rows.h and cpu/softmax_exp.h in TUs compiled for AVX2. Same bits as
 // dot_generic.h: exact integer block dots, then its float operations in block order.
@@ -28,12 +28,13 @@ static inline void keep_in_register(__m256i& v) { asm("" : "+x"(v)); }
 // flight, the rows' integer sums and their float accumulators occupy registers (2 RT + ~6).
 template <WKind K, int RT>
 static void q4a_rows(const Job& j, const Q4Rows& xr, int64_t n, int h, int64_t r0) {
-  constexpr bool has_min = K == kQ4_1, q8 = K == kQ8_0;
+  constexpr bool has_min = K == kQ4_1 || K == kQ5_1, q8 = K == kQ8_0, five = K == kQ5_0 || K == kQ5_1;
   constexpr Q4PackAt at = q8 ? Q4PackAt{-1, 512, -1, kQ8PackBlockBytes} : q4pack_at(K);
   constexpr int block_bytes = at.bytes, d_at = at.d;
   const int64_t nb = j.k / 32;
   const uint8_t* grp = j.wpack + size_t(n / 16) * size_t(nb) * block_bytes;
-  const __m256i m4 = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1), bias = _mm256_set1_epi8(char(0x80));
+  const __m256i m4 = _mm256_set1_epi8(0x0F), m10 = _mm256_set1_epi8(0x10), ones = _mm256_set1_epi16(1),
+                bias = _mm256_set1_epi8(char(0x80));
   const int8_t* xq0 = j.act.qs + r0 * j.k;
   const float* dx0 = xr.dx + r0 * nb;
   const float* dsx0 = xr.dsx + r0 * nb;
@@ -46,10 +47,10 @@ static void q4a_rows(const Job& j, const Q4Rows& xr, int64_t n, int h, int64_t r
     const uint8_t* s = blk + 32 * h;
     _mm_prefetch(reinterpret_cast<const char*>(blk + kQ4A2PrefetchBlocks * block_bytes), _MM_HINT_T1);
     _mm_prefetch(reinterpret_cast<const char*>(blk + kQ4A2PrefetchBlocks * block_bytes + 128), _MM_HINT_T1);
-    if constexpr (q8) {
+    if constexpr (q8 || five)
       _mm_prefetch(reinterpret_cast<const char*>(blk + kQ4A2PrefetchBlocks * block_bytes + 256), _MM_HINT_T1);
+    if constexpr (q8)
       _mm_prefetch(reinterpret_cast<const char*>(blk + kQ4A2PrefetchBlocks * block_bytes + 384), _MM_HINT_T1);
-    }
     const int8_t* xb = xq0 + b * 32;
     __m256i iv[RT];
     if constexpr (q8) {
@@ -67,13 +68,22 @@ static void q4a_rows(const Job& j, const Q4Rows& xr, int64_t n, int h, int64_t r
         for (int t = 0; t < RT; ++t) keep_in_register(iv[t]);
       }
     } else {
+      // Q5: quants up to 31 make a pair up to 2 * 31 * 127 = 7874, so the int16 sums are widened
+      // every two planes (4 pairs <= 31496) instead of once per block.
+      constexpr int widen_every = five ? 2 : 4;
+      __m256i h5 = _mm256_setzero_si256();
+      if constexpr (five) h5 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + at.qh));
       __m256i p16[RT];
 #pragma GCC unroll 8
-      for (int t = 0; t < RT; ++t) p16[t] = _mm256_setzero_si256();
+      for (int t = 0; t < RT; ++t) iv[t] = p16[t] = _mm256_setzero_si256();
 #pragma GCC unroll 4
       for (int r = 0; r < 4; ++r) {
         const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + 64 * r));
-        const __m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+        __m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+        if constexpr (five) {  // bit r of each plane byte (low nibbles), bit 4 + r (high), to bit 4
+          lo = _mm256_or_si256(lo, _mm256_and_si256(_mm256_slli_epi16(h5, 4 - r), m10));
+          hi = _mm256_or_si256(hi, _mm256_and_si256(_mm256_srli_epi16(h5, r), m10));
+        }
 #pragma GCC unroll 8
         for (int t = 0; t < RT; ++t) {
           const int8_t* xq = xb + t * j.k;
@@ -81,16 +91,20 @@ static void q4a_rows(const Job& j, const Q4Rows& xr, int64_t n, int h, int64_t r
                                                              _mm256_maddubs_epi16(hi, bcast_dword(xq + 16 + 4 * r))));
           keep_in_register(p16[t]);
         }
-      }
+        if ((r + 1) % widen_every == 0)
 #pragma GCC unroll 8
-      for (int t = 0; t < RT; ++t) iv[t] = _mm256_madd_epi16(p16[t], ones);
+          for (int t = 0; t < RT; ++t) {
+            iv[t] = _mm256_add_epi32(iv[t], _mm256_madd_epi16(p16[t], ones));
+            p16[t] = _mm256_setzero_si256();
+          }
+      }
     }
     const __m256 dwv = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + d_at + 16 * h)));
 #pragma GCC unroll 8
     for (int t = 0; t < RT; ++t) {
       const int64_t rb = t * nb + b;
       __m256i it = iv[t];
-      if constexpr (K == kQ4_0) it = _mm256_sub_epi32(it, _mm256_set1_epi32(off0[rb]));
+      if constexpr (K == kQ4_0 || K == kQ5_0) it = _mm256_sub_epi32(it, _mm256_set1_epi32(off0[rb]));
       __m256 pv = _mm256_mul_ps(_mm256_cvtepi32_ps(it), _mm256_mul_ps(dwv, _mm256_set1_ps(dx0[rb])));
       if constexpr (has_min) {
         const __m256 mwv = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + at.m + 16 * h)));
@@ -119,7 +133,7 @@ static void q4a_cols(const Job& j, const Q4Rows& xr, int64_t n0, int64_t n1) {
     }
 }
 
-// The AVX2 table's Q4_0 / Q4_1 / Q8_0 path at every T; columns past N / 16 * 16, and every column
+// The AVX2 table's Q4_0 / Q4_1 / Q5_0 / Q5_1 / Q8_0 path at every T; columns past N / 16 * 16, and every column
 // when there is no pack, on the GGUF path `Fallback`. Same bits either way.
 template <WKind K, ColsFn Fallback>
 void cols_avx2_packed(const Job& j, int64_t n0, int64_t n1) {
