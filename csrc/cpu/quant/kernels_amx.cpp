@@ -1,5 +1,6 @@
 // AMX kernel table: the AVX-512 table, plus int8 tile matmuls for the legacy 32-block types when
-// several activation rows share the weights (T >= kAmxMinRows). A tile product gives the exact
+// several activation rows share the weights (Q8_0 from T = 2, the repacked 4- and 5-bit types from
+// 16 rows). A tile product gives the exact
 // per-block integer dots of 16 weight rows x 16 activation rows; the float epilogue then applies
 // dot_generic.h's per-block operations in block order, so the bits equal every other path.
 #include "cpu/quant/kernels.h"
@@ -29,10 +30,9 @@ static inline float H2F(uint16_t h) { return _cvtsh_ss(h); }  // F16C: exact, as
 #include "cpu/quant/q4rows.h"
 #include "cpu/quant/q4pack_avx512.h"
 
-// Tile paths from this many activation rows. Q8_0 reads its weights as A tiles with no unpacking
-// (T = 2..16 cost about 2x a T = 1 pass from DRAM) unless the call has the VNNI pack (T <= 6).
-// Q4_0/Q4_1 take the packed path below (activations as A tiles) from T = 16.
-constexpr int64_t kAmxMinRows = 4;
+// Q8_0's tile path from this many activation rows: it reads its weights as A tiles with no
+// unpacking (T = 2..16 cost about 2x a T = 1 pass from DRAM) unless the call has the VNNI pack
+// (T <= 6). Q4_0/Q4_1/Q5_0/Q5_1 take the packed path below (activations as A tiles) from T = 16.
 constexpr int64_t kAmxMinRowsQ8 = 2;
 
 // Activations laid out for B tiles: per block b and group of 16 rows g, 8 rows (k/4) of
@@ -45,18 +45,13 @@ struct Prep {
 };
 
 
-static bool legacy(WKind k) { return k == kQ8_0 || k == kQ4_0 || k == kQ4_1 || k == kQ5_0 || k == kQ5_1; }
-
-// Whether `prepare` lays the activations out as B tiles for this call.
-static bool b_tile_path(WKind k, int64_t t) {
-  if (k == kQ8_0) return t >= kAmxMinRowsQ8;
-  if (k == kQ4_0 || k == kQ4_1) return false;
-  return t >= kAmxMinRows;
-}
+// Whether `prepare` lays the activations out as B tiles for this call (Q8_0 only: the 4- and 5-bit
+// types use their repack as B tiles and the activations as A tiles).
+static bool b_tile_path(WKind k, int64_t t) { return k == kQ8_0 && t >= kAmxMinRowsQ8; }
 
 void prepare(Job& job, WKind kind) {
   job.extra = nullptr;
-  if (!legacy(kind) || !b_tile_path(kind, job.t) || job.n < 16) return;
+  if (!b_tile_path(kind, job.t) || job.n < 16) return;
   if (kind == kQ8_0 && job.wpack) return;  // the VNNI pack path streams faster (see q8pack_max_rows)
   thread_local Prep prep;
   const int64_t nb = job.k / 32, groups = (job.t + 15) / 16, tp = groups * 16;
@@ -84,41 +79,17 @@ struct alignas(64) TileConfig {
   uint8_t rows[16] = {};
 };
 
-// Weights of 16 rows as A tiles: per block, 16 rows x 32 element bytes (0..31 for 4/5-bit types).
+// Q8_0, one 16-column tile (its GGUF rows are A tiles as they stand), every row group: acc[i][t]
+// over blocks in order. The 4- and 5-bit types take the repacked path below.
 template <WKind K>
-static void unpack_tile(const uint8_t* w, size_t wrow, int64_t nb, uint8_t* out) {
-  constexpr int bytes = K == kQ4_0 ? kQ4_0Bytes : K == kQ4_1 ? kQ4_1Bytes : K == kQ5_0 ? kQ5_0Bytes : kQ5_1Bytes;
-  constexpr int qs_off = K == kQ4_0 ? 2 : K == kQ4_1 ? 4 : K == kQ5_0 ? 6 : 8;
-  for (int64_t b = 0; b < nb; ++b) {  // sequential stores: one tile after another
-    for (int i = 0; i < 16; ++i) {
-      const uint8_t* blk = w + i * wrow + b * bytes;
-      uint8_t* o = out + (b * 16 + i) * 32;
-      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + qs_off));
-      __m128i lo = _mm_and_si128(v, _mm_set1_epi8(15)), hi = _mm_and_si128(_mm_srli_epi16(v, 4), _mm_set1_epi8(15));
-      if constexpr (K == kQ5_0 || K == kQ5_1) {
-        const uint32_t qh = rd32(blk + qs_off - 4);
-        const __m128i bit = _mm_set1_epi8(16);
-        lo = _mm_or_si128(lo, _mm_maskz_mov_epi8(__mmask16(qh & 0xffff), bit));
-        hi = _mm_or_si128(hi, _mm_maskz_mov_epi8(__mmask16(qh >> 16), bit));
-      }
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(o), lo);
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(o + 16), hi);
-    }
-  }
-}
-
-// One 16-column tile, every row group: acc[i][t] over blocks in order.
-template <WKind K>
-static void tile_cols(const Job& j, const Prep& p, int64_t n0, bool prefetch_next, uint8_t* abuf) {
-  constexpr int bytes = K == kQ8_0 ? kQ8_0Bytes : K == kQ4_0 ? kQ4_0Bytes : K == kQ4_1 ? kQ4_1Bytes
-                        : K == kQ5_0 ? kQ5_0Bytes : kQ5_1Bytes;
-  constexpr bool has_min = K == kQ4_1 || K == kQ5_1;
-  constexpr int offset = K == kQ4_0 ? 8 : K == kQ5_0 ? 16 : 0;  // folded into the integer dot
+static void tile_cols(const Job& j, const Prep& p, int64_t n0, bool prefetch_next, float* dw) {
+  static_assert(K == kQ8_0, "the 4- and 5-bit types read their repack (cols_amx_q4p)");
+  constexpr int bytes = kQ8_0Bytes;
+  constexpr bool has_min = false;
+  constexpr int offset = 0;
   const int64_t nb = j.k / 32;
   const uint8_t* w = j.w + n0 * j.wrow;
-  if constexpr (K != kQ8_0) unpack_tile<K>(w, j.wrow, nb, abuf);
   // Scales of the 16 rows, all blocks, converted once and reused by every row group.
-  float* dw = reinterpret_cast<float*>(abuf + nb * 512);
   float* mw = dw + nb * 16;
   const __m512i rows = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
                                           _mm512_set1_epi32(int32_t(j.wrow)));
@@ -139,23 +110,13 @@ static void tile_cols(const Job& j, const Prep& p, int64_t n0, bool prefetch_nex
       if (b & 1) {
         _tile_zero(1);
         _tile_loadd(5, bt, 64);
-        if constexpr (K == kQ8_0) {
-          _tile_loadd(3, w + b * bytes + 2, long(j.wrow));
-          _tile_dpbssd(1, 3, 5);
-        } else {
-          _tile_loadd(3, abuf + b * 512, 32);
-          _tile_dpbusd(1, 3, 5);
-        }
+        _tile_loadd(3, w + b * bytes + 2, long(j.wrow));
+        _tile_dpbssd(1, 3, 5);
       } else {
         _tile_zero(0);
         _tile_loadd(4, bt, 64);
-        if constexpr (K == kQ8_0) {
-          _tile_loadd(2, w + b * bytes + 2, long(j.wrow));
-          _tile_dpbssd(0, 2, 4);
-        } else {
-          _tile_loadd(2, abuf + b * 512, 32);
-          _tile_dpbusd(0, 2, 4);
-        }
+        _tile_loadd(2, w + b * bytes + 2, long(j.wrow));
+        _tile_dpbssd(0, 2, 4);
       }
     };
     // A tile store reaches vector loads late: block b+1 is stored while block b's sums,
@@ -218,8 +179,8 @@ void cols_amx(const Job& j, int64_t n0, int64_t n1) {
       cfg.rows[4 + c] = 8, cfg.colsb[4 + c] = width;   // B: 8 quads of k x up to 16 activation rows x 4 bytes
     }
     _tile_loadconfig(&cfg);
-    uint8_t* a = thread_scratch<kScratchKernel>(size_t(j.k / 32) * (512 + 128));  // A tiles, then dw and mw
-    for (int64_t n = n0; n < full; n += 16) tile_cols<K>(j, *p, n, n + 16 < full, a);
+    float* dw = reinterpret_cast<float*>(thread_scratch<kScratchKernel>(size_t(j.k / 32) * 128));  // d, then m
+    for (int64_t n = n0; n < full; n += 16) tile_cols<K>(j, *p, n, n + 16 < full, dw);
     _tile_release();
   }
   if (full < n1) Fallback(j, full, n1);
@@ -234,7 +195,7 @@ void cols_amx(const Job& j, int64_t n0, int64_t n1) {
 
 template <WKind K, int G>
 static void q4p_pass(const Job& j, const Q4Rows& xr, int64_t n, int64_t rows, uint8_t* buf) {
-  constexpr bool has_min = K == kQ4_1;
+  constexpr bool has_min = K == kQ4_1 || K == kQ5_1, five = K == kQ5_0 || K == kQ5_1;
   const int64_t nb = j.k / 32;
   // B tiles [nb][8][64] of the G groups, then their scales as f32 [nb][16] (d, then m). Block b is
   // unpacked during block b-1 of the first row group (its loads overlap the tile work), then
@@ -249,14 +210,21 @@ static void q4p_pass(const Job& j, const Q4Rows& xr, int64_t n, int64_t rows, ui
   constexpr Q4PackAt at = q4pack_at(K);  // Q4_0's 288-byte blocks are not 64-byte aligned: loads are unaligned
   const uint8_t* src = j.wpack + size_t(n / 16) * size_t(nb) * at.bytes;
   auto unpack = [&](int64_t b) {
-    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    const __m512i m4 = _mm512_set1_epi8(0x0F), m10 = _mm512_set1_epi8(0x10);
     for (int g = 0; g < G; ++g) {
       const uint8_t* s = src + size_t(g * nb + b) * at.bytes;
       uint8_t* o = bt[g] + b * 512;
+      __m512i h = _mm512_setzero_si512();
+      if constexpr (five) h = _mm512_loadu_si512(s + at.qh);
       for (int r = 0; r < 4; ++r) {
         const __m512i v = _mm512_loadu_si512(s + 64 * r);
-        _mm512_store_si512(o + 64 * r, _mm512_and_si512(v, m4));
-        _mm512_store_si512(o + 64 * (r + 4), _mm512_and_si512(_mm512_srli_epi16(v, 4), m4));
+        __m512i lo = _mm512_and_si512(v, m4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+        if constexpr (five) {  // bit r of each plane byte (low nibbles), bit 4 + r (high), to bit 4 (q4pack.h)
+          lo = _mm512_or_si512(lo, _mm512_and_si512(_mm512_sllv_epi16(h, _mm512_set1_epi16(short(4 - r))), m10));
+          hi = _mm512_or_si512(hi, _mm512_and_si512(_mm512_srlv_epi16(h, _mm512_set1_epi16(short(r))), m10));
+        }
+        _mm512_store_si512(o + 64 * r, lo);
+        _mm512_store_si512(o + 64 * (r + 4), hi);
       }
       _mm512_store_ps(dw[g] + b * 16, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + at.d))));
       if constexpr (has_min)
@@ -384,9 +352,9 @@ const Table* table_amx() {
     t.cols[kQ4_0] = &cols_amx_q4p<kQ4_0>;
     t.cols[kQ4_1] = &cols_amx_q4p<kQ4_1>;
     t.q4pack_min_rows = 1;
-    t.cols[kQ5_0] = &cols_amx<kQ5_0, &cols_q4x4<kQ5_0>>;
-    t.cols[kQ5_1] = &cols_amx<kQ5_1, &cols_q4x4<kQ5_1>>;
-    t.q5pack = false;  // the tile path reads GGUF rows; a pack would page them out
+    t.cols[kQ5_0] = &cols_amx_q4p<kQ5_0>;
+    t.cols[kQ5_1] = &cols_amx_q4p<kQ5_1>;
+    t.q5pack = true;
     t.prepare = &prepare;
     return t;
   }();
