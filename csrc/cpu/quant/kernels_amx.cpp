@@ -36,11 +36,10 @@ static inline float H2F(uint16_t h) { return _cvtsh_ss(h); }  // F16C: exact, as
 constexpr int64_t kAmxMinRowsQ8 = 2;
 
 // Activations laid out for B tiles: per block b and group of 16 rows g, 8 rows (k/4) of
-// 16 rows x 4 bytes; plus per-block scales and sums transposed to [b][row] (rows padded to 16).
+// 16 rows x 4 bytes; plus per-block scales transposed to [b][row] (rows padded to 16).
 struct Prep {
   int8_t* vnni;
   float* dx;
-  int32_t* sx;
   int64_t groups, tp;
 };
 
@@ -56,10 +55,9 @@ void prepare(Job& job, WKind kind) {
   thread_local Prep prep;
   const int64_t nb = job.k / 32, groups = (job.t + 15) / 16, tp = groups * 16;
   const size_t vbytes = size_t(nb * groups * 512), fbytes = size_t(nb * tp * 4);
-  uint8_t* base = thread_scratch<kScratchAmxPrep>(vbytes + 2 * fbytes);
-  prep = {reinterpret_cast<int8_t*>(base), reinterpret_cast<float*>(base + vbytes),
-          reinterpret_cast<int32_t*>(base + vbytes + fbytes), groups, tp};
-  std::memset(base, 0, vbytes + 2 * fbytes);  // padded rows contribute zeros
+  uint8_t* base = thread_scratch<kScratchAmxPrep>(vbytes + fbytes);
+  prep = {reinterpret_cast<int8_t*>(base), reinterpret_cast<float*>(base + vbytes), groups, tp};
+  std::memset(base, 0, vbytes + fbytes);  // padded rows contribute zeros
   for (int64_t t = 0; t < job.t; ++t) {
     const int8_t* q = job.act.qs + t * job.k;
     const int64_t g = t / 16, c = t % 16;
@@ -67,7 +65,6 @@ void prepare(Job& job, WKind kind) {
       int8_t* tile = prep.vnni + (b * groups + g) * 512;
       for (int r = 0; r < 8; ++r) std::memcpy(tile + r * 64 + c * 4, q + b * 32 + r * 4, 4);
       prep.dx[b * tp + t] = job.act.d[t * job.act.d_per_row + b];
-      prep.sx[b * tp + t] = job.act.s[t * job.act.s_per_row + b];
     }
   }
   job.extra = &prep;
@@ -85,18 +82,14 @@ template <WKind K>
 static void tile_cols(const Job& j, const Prep& p, int64_t n0, bool prefetch_next, float* dw) {
   static_assert(K == kQ8_0, "the 4- and 5-bit types read their repack (cols_amx_q4p)");
   constexpr int bytes = kQ8_0Bytes;
-  constexpr bool has_min = false;
-  constexpr int offset = 0;
   const int64_t nb = j.k / 32;
   const uint8_t* w = j.w + n0 * j.wrow;
   // Scales of the 16 rows, all blocks, converted once and reused by every row group.
-  float* mw = dw + nb * 16;
   const __m512i rows = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
                                           _mm512_set1_epi32(int32_t(j.wrow)));
-  for (int64_t b = 0; b < nb; ++b) {  // d (low half) and m (high half) of 16 rows in one gather
+  for (int64_t b = 0; b < nb; ++b) {  // d of 16 rows: the low half of one 4-byte gather per row
     const __m512i dm = _mm512_i32gather_epi32(rows, w + b * bytes, 1);
     _mm512_storeu_ps(dw + b * 16, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(dm)));
-    if constexpr (has_min) _mm512_storeu_ps(mw + b * 16, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(dm, 16))));
   }
   alignas(64) int32_t cbuf[2][16][16] = {};  // columns past a narrow C stay zero
   alignas(64) float obuf[16][16];
@@ -137,15 +130,10 @@ static void tile_cols(const Job& j, const Prep& p, int64_t n0, bool prefetch_nex
         for (size_t off = lo & ~size_t(63); off < hi; off += 64) _mm_prefetch(next + off, _MM_HINT_T0);
       }
       const __m512 dx = _mm512_loadu_ps(p.dx + b * p.tp + g * 16);
-      const __m512i sx = _mm512_loadu_si512(p.sx + b * p.tp + g * 16);
-      const __m512 dsx = _mm512_mul_ps(dx, _mm512_cvtepi32_ps(sx));
-      const __m512i corr = _mm512_mullo_epi32(sx, _mm512_set1_epi32(offset));
       auto rows = [&](int i0, int i1) {
         for (int i = i0; i < i1; ++i) {
-          __m512i iv = _mm512_load_si512(cbuf[b & 1][i]);
-          if constexpr (offset != 0) iv = _mm512_sub_epi32(iv, corr);
-          __m512 pv = _mm512_mul_ps(_mm512_cvtepi32_ps(iv), _mm512_mul_ps(_mm512_set1_ps(dw[b * 16 + i]), dx));
-          if constexpr (has_min) pv = _mm512_add_ps(pv, _mm512_mul_ps(_mm512_set1_ps(mw[b * 16 + i]), dsx));
+          const __m512i iv = _mm512_load_si512(cbuf[b & 1][i]);
+          const __m512 pv = _mm512_mul_ps(_mm512_cvtepi32_ps(iv), _mm512_mul_ps(_mm512_set1_ps(dw[b * 16 + i]), dx));
           acc[i] = _mm512_add_ps(acc[i], pv);
         }
       };
@@ -179,7 +167,7 @@ void cols_amx(const Job& j, int64_t n0, int64_t n1) {
       cfg.rows[4 + c] = 8, cfg.colsb[4 + c] = width;   // B: 8 quads of k x up to 16 activation rows x 4 bytes
     }
     _tile_loadconfig(&cfg);
-    float* dw = reinterpret_cast<float*>(thread_scratch<kScratchKernel>(size_t(j.k / 32) * 128));  // d, then m
+    float* dw = reinterpret_cast<float*>(thread_scratch<kScratchKernel>(size_t(j.k / 32) * 64));  // d of 16 rows per block
     for (int64_t n = n0; n < full; n += 16) tile_cols<K>(j, *p, n, n + 16 < full, dw);
     _tile_release();
   }
@@ -210,7 +198,7 @@ static void q4p_pass(const Job& j, const Q4Rows& xr, int64_t n, int64_t rows, ui
   constexpr Q4PackAt at = q4pack_at(K);  // Q4_0's 288-byte blocks are not 64-byte aligned: loads are unaligned
   const uint8_t* src = j.wpack + size_t(n / 16) * size_t(nb) * at.bytes;
   auto unpack = [&](int64_t b) {
-    const __m512i m4 = _mm512_set1_epi8(0x0F), m10 = _mm512_set1_epi8(0x10);
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
     for (int g = 0; g < G; ++g) {
       const uint8_t* s = src + size_t(g * nb + b) * at.bytes;
       uint8_t* o = bt[g] + b * 512;
@@ -219,9 +207,9 @@ static void q4p_pass(const Job& j, const Q4Rows& xr, int64_t n, int64_t rows, ui
       for (int r = 0; r < 4; ++r) {
         const __m512i v = _mm512_loadu_si512(s + 64 * r);
         __m512i lo = _mm512_and_si512(v, m4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
-        if constexpr (five) {  // bit r of each plane byte (low nibbles), bit 4 + r (high), to bit 4 (q4pack.h)
-          lo = _mm512_or_si512(lo, _mm512_and_si512(_mm512_sllv_epi16(h, _mm512_set1_epi16(short(4 - r))), m10));
-          hi = _mm512_or_si512(hi, _mm512_and_si512(_mm512_srlv_epi16(h, _mm512_set1_epi16(short(r))), m10));
+        if constexpr (five) {
+          lo = _mm512_or_si512(lo, q5_fifth_bits(h, r, false));
+          hi = _mm512_or_si512(hi, q5_fifth_bits(h, r, true));
         }
         _mm512_store_si512(o + 64 * r, lo);
         _mm512_store_si512(o + 64 * (r + 4), hi);

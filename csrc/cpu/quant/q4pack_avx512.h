@@ -20,6 +20,13 @@ static inline __m512i dpbusd_bcast(__m512i acc, __m512i w, const uint8_t* x4) {
   return acc;
 }
 
+// A Q5 pack block's fifth bits for plane r (q4pack.h), at bit 4 of each byte: bit r of each plane byte
+// for the low nibbles, bit 4 + r for the high (16-bit shifts stay inside each byte's bits 0-7).
+static inline __m512i q5_fifth_bits(__m512i plane, int r, bool high) {
+  const __m512i at4 = high ? _mm512_srli_epi16(plane, r) : _mm512_slli_epi16(plane, 4 - r);
+  return _mm512_and_si512(at4, _mm512_set1_epi8(0x10));
+}
+
 // Q8_0's pack holds the 8 B-operand rows as they are (int8 + 128), unaligned (544-byte blocks);
 // Q5_0 / Q5_1 add each plane's fifth bits to its nibbles; Q4_0's and Q5_0's blocks are loaded unaligned.
 template <WKind K, int RT, int S>
@@ -30,7 +37,7 @@ static void q4v_rows(const Job& j, const Q4Rows& xr, const int64_t (&n)[S], int6
   const int64_t nb = j.k / 32;
   const uint8_t* src[S];
   for (int g = 0; g < S; ++g) src[g] = j.wpack + size_t(n[g] / 16) * size_t(nb) * block_bytes;
-  const __m512i m4 = _mm512_set1_epi8(0x0F), m10 = _mm512_set1_epi8(0x10);
+  const __m512i m4 = _mm512_set1_epi8(0x0F);
   const uint8_t* xq0 = reinterpret_cast<const uint8_t*>(j.act.qs + r0 * j.k);
   const float* dx0 = xr.dx + r0 * nb;
   const float* dsx0 = xr.dsx + r0 * nb;
@@ -60,9 +67,9 @@ static void q4v_rows(const Job& j, const Q4Rows& xr, const int64_t (&n)[S], int6
           const __m512i v = block_bytes % 64 ? _mm512_loadu_si512(s + 64 * r) : _mm512_load_si512(s + 64 * r);
           w[r] = _mm512_and_si512(v, m4);
           w[r + 4] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
-          if constexpr (five) {  // bit r of each plane byte (low nibbles), bit 4 + r (high), to bit 4
-            w[r] = _mm512_or_si512(w[r], _mm512_and_si512(_mm512_slli_epi16(h, 4 - r), m10));
-            w[r + 4] = _mm512_or_si512(w[r + 4], _mm512_and_si512(_mm512_srli_epi16(h, r), m10));
+          if constexpr (five) {
+            w[r] = _mm512_or_si512(w[r], q5_fifth_bits(h, r, false));
+            w[r + 4] = _mm512_or_si512(w[r + 4], q5_fifth_bits(h, r, true));
           }
         }
       }
