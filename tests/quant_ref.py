@@ -54,6 +54,16 @@ def random_weights(rng: np.random.Generator, wtype: str, n: int, k: int) -> np.n
     return blocks.reshape(n, -1)
 
 
+def max_weights(wtype: str, n: int, k: int) -> np.ndarray:
+    """[n, k] weights of `wtype` with every quant byte at 0xFF (the largest quants) and every f16
+    scale field 0.01, as raw bytes uint8[n, row_bytes]: the integer sums of the SIMD dots at their largest."""
+    elems, nbytes = BLOCK[wtype]
+    blocks = np.full((n * (k // elems), nbytes), 0xFF, np.uint8)
+    for off in _SCALES[wtype]:
+        blocks[:, off:off + 2] = np.array([0.01], np.float16).view(np.uint8)
+    return blocks.reshape(n, -1)
+
+
 def dequantize(raw: np.ndarray, wtype: str, k: int) -> np.ndarray:
     """uint8[n, row_bytes] -> float32[n, k] (eyas.loaders.dtypes.dequantize: gguf's numpy dequantizers)."""
     raw = np.ascontiguousarray(raw).reshape(-1, row_bytes(wtype, k))
