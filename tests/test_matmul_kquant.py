@@ -1,4 +1,4 @@
-"""The SIMD K-quant columns (Q4_K, Q5_K, Q6_K: kquant_avx512.h, kquant_avx2.h) give the scalar
+"""The SIMD K-quant columns (Q4_K, Q5_K, Q6_K: on GGUF rows and on the repacks) give the scalar
 table's bits at every row count, odd N, group tails and extreme bytes (the int16 pair sums of
 vpmaddubsw at their largest)."""
 
@@ -58,14 +58,14 @@ def test_k_quant_extreme_bytes_exact(wtype):
     _check(wtype, w.reshape(n, -1), x, n, k)
 
 
-PACK_ISAS = [i for i in ("avx512", "amx") if i in _core.ops.available_isas()]
+PACK_ISAS = [i for i in ("avx2", "avx512", "amx") if i in _core.ops.available_isas()]
 
 
-@pytest.mark.skipif(not PACK_ISAS, reason="no AVX-512 VNNI on this CPU")
+@pytest.mark.skipif(not PACK_ISAS, reason="no AVX2 on this CPU")
 @pytest.mark.parametrize("wtype", qr.K_TYPES)
 @pytest.mark.parametrize("n, blocks", [(200, 8), (37, 5), (1000, 1), (16, 3)])  # streams + remainder, tail rows
 def test_k_pack_path_matches_scalar(wtype, n, blocks):
-    # VNNI over the K-quant repacks (q4pack.h) at every T: the 16-column groups, the weight streams
+    # The kernels over the K-quant repacks (q4pack.h: AVX2, AVX-512 VNNI, AMX) at every T: the 16-column groups, the weight streams
     # of T <= 2, 4-row passes and their remainders, and rows past N // 16 * 16 on the GGUF path.
     rng = np.random.default_rng(n + blocks)
     k = 256 * blocks
@@ -82,3 +82,26 @@ def test_k_pack_path_matches_scalar(wtype, n, blocks):
             for t in range(1, 41):
                 got = _core.ops._matmul_with_pack(x[:t], w, wtype, (n, k))
                 assert np.array_equal(got, want[:t]), f"{wtype} N={n} K={k} T={t} threads={threads} isa={isa}"
+
+
+@pytest.mark.skipif(not PACK_ISAS, reason="no AVX2 on this CPU")
+@pytest.mark.parametrize("wtype", qr.K_TYPES)
+def test_k_pack_extreme_bytes_exact(wtype):
+    # The repack kernels with every quant and scale at its largest (Q6_K scales at -128 on every other
+    # row): their int16 pair sums (AVX2: summed over 8 / 4 / 2 planes before widening) at the bound.
+    n, k = 35, 512  # two packed 16-column groups and 3 columns on the GGUF path
+    w = qr.max_weights(wtype, n, k).reshape(-1, qr.BLOCK[wtype][1])
+    if wtype == "Q6_K":
+        w[::2, 192:208] = 0x80
+    w = w.reshape(n, -1)
+    x = np.full((26, k), 3.0, np.float32)
+    x[1] = -3.0
+    x[2, ::2] = -3.0
+    x[9:] = np.where(np.arange(k) % 3 == 0, -3.0, 3.0)
+    _core.ops.set_isa("scalar")
+    want = _core.ops.matmul(x, w, wtype, (n, k))
+    for isa in PACK_ISAS:
+        _core.ops.set_isa(isa)
+        for t in (1, 2, 3, 4, 5, 8, 17, 26):
+            got = _core.ops._matmul_with_pack(x[:t], w, wtype, (n, k))
+            assert np.array_equal(got, want[:t]), f"{wtype} T={t} isa={isa}"

@@ -1,6 +1,6 @@
 // AVX2 kernel table: the portable definition compiled for AVX2 (float order is the source's, so the
-// bits equal the scalar table's), with hand-written Q4_0 / Q4_1 / Q8_0 columns over the repack,
-// activation quantization and K-quant columns.
+// bits equal the scalar table's), with hand-written columns over the repacks (Q4_0 / Q4_1 / Q5_0 /
+// Q5_1 / Q8_0 and the K-quants), K-quant columns on GGUF rows, and activation quantization.
 #include "cpu/quant/kernels.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -22,6 +22,7 @@ static inline float H2F(uint16_t h) { return _cvtsh_ss(h); }  // F16C: exact, as
 #include "cpu/quant/kquant_avx2.h"
 #include "cpu/quant/q4rows.h"
 #include "cpu/quant/q4pack_avx2.h"
+#include "cpu/quant/kqpack_avx2.h"
 }  // namespace avx2_impl
 }  // namespace eyas::cpu::quant
 #pragma GCC pop_options
@@ -43,9 +44,10 @@ const Table* table_avx2() {
     t.cols[kQ5_1] = &cols_avx2_packed<kQ5_1, &cols_generic<dot_q5_1, 32>>;
     t.q5pack = true;
     t.q8pack_max_rows = INT64_MAX;
-    t.cols[kQ4_K] = &cols_kquant_v<kQ4_K>;
-    t.cols[kQ5_K] = &cols_kquant_v<kQ5_K>;
-    t.cols[kQ6_K] = &cols_kquant_v<kQ6_K>;
+    t.cols[kQ4_K] = &cols_kq_packed_avx2<kQ4_K>;
+    t.cols[kQ5_K] = &cols_kq_packed_avx2<kQ5_K>;
+    t.cols[kQ6_K] = &cols_kq_packed_avx2<kQ6_K>;
+    t.kpack = true;
     return t;
   }();
   return &tb;

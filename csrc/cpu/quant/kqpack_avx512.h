@@ -6,26 +6,6 @@
 // kblock_term's per block, added in block order.
 // (No include guard: included once per ISA namespace.)
 
-// Per call: activation sums as two int16 in one dword, [row][block][p], matching the packed
-// word pairs: Q4_K / Q5_K the 32-element sums of sub-blocks 2p, 2p + 1 (p < 4), Q6_K the
-// 16-element sums 2p, 2p + 1 (p < 8).
-template <WKind K>
-static inline int32_t* kq_sum_pairs(const Job& j) {
-  constexpr int P = K == kQ6_K ? 8 : 4, per = 8 / P;  // per: 16-sums in one half of a pair
-  const int64_t nb = j.k / 256;
-  int32_t* out = reinterpret_cast<int32_t*>(thread_scratch<kScratchKernel>(size_t(j.t * nb * P) * 4 + 64));
-  for (int64_t t = 0; t < j.t; ++t)
-    for (int64_t b = 0; b < nb; ++b) {
-      const int32_t* s = j.act.s + t * j.act.s_per_row + b * 16;
-      for (int p = 0; p < P; ++p) {
-        int32_t lo = 0, hi = 0;
-        for (int q = 0; q < per; ++q) lo += s[2 * per * p + q], hi += s[2 * per * p + per + q];
-        out[(t * nb + b) * P + p] = int32_t(uint32_t(uint16_t(int16_t(lo))) | (uint32_t(uint16_t(int16_t(hi))) << 16));
-      }
-    }
-  return out;
-}
-
 // Requests the pack block after the one at p (Bytes long) into L2 while this one computes. One
 // stream per core with this prefetch streams faster than several (the Q4 pack path's kQ4Streams):
 // 8192x2048 cold at T = 1, 1 thread, Zen 5: Q4_K 25-30 GB/s against 15-26, Q6_K 28-30 against 17.
