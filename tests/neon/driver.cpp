@@ -1,5 +1,6 @@
 // Cross-compiled matmul driver for tests/test_neon_cross.py: runs one matmul on the instruction
-// set named on the command line and writes y, so the test can compare NEON with scalar bits.
+// set named on the command line (over the weight's repack where that table reads one, as in a
+// model) and writes y, so the test can compare NEON with scalar bits.
 //   driver ISA WTYPE N K T weights.bin x.bin y.bin
 #include <cstdio>
 #include <cstdlib>
@@ -29,8 +30,13 @@ int main(int argc, char** argv) {
   if (x.size() != size_t(a.rows) * a.k * sizeof(float)) return 5;
   std::vector<float> y(size_t(a.rows) * a.n);
   eyas::ThreadPool pool(2);
-  eyas::cpu::matmul(a, reinterpret_cast<const float*>(x.data()), reinterpret_cast<const uint8_t*>(w.data()), y.data(),
-                    pool);
+  const uint8_t* wb = reinterpret_cast<const uint8_t*>(w.data());
+  std::vector<uint8_t> pack;  // as a model's weight keeps it, where the table reads a repack
+  if (eyas::cpu::matmul_wants_pack(a)) {
+    pack.resize(eyas::cpu::matmul_pack_bytes(a));
+    eyas::cpu::matmul_pack_weight(a, wb, pack.data(), pool);
+  }
+  eyas::cpu::matmul(a, reinterpret_cast<const float*>(x.data()), wb, y.data(), pool, pack.empty() ? nullptr : pack.data());
   FILE* f = std::fopen(argv[8], "wb");
   if (!f || std::fwrite(y.data(), sizeof(float), y.size(), f) != y.size()) return 6;
   std::fclose(f);

@@ -1,10 +1,13 @@
 // NEON kernel table (AArch64 with the dot-product extension): the portable definition compiled
 // for ARMv8.2-A+dotprod, so the integer block dots vectorize to NEON (widening multiply-accumulate,
 // SDOT where the compiler finds it) while the float order stays the source's: the bits equal the
-// scalar table's. K-quant block terms use SDOT intrinsics (kquant_neon.h); hand-written
-// intrinsics for the other hot types are the next step on ARM.
+// scalar table's. K-quants use SDOT intrinsics over the K repack (kqpack_neon.h) and, for the
+// columns past its 16-column groups, on GGUF rows (kquant_neon.h); hand-written intrinsics for the
+// other hot types are the next step on ARM.
 // Verified on x86 hosts by cross-compiling and running under qemu (tests/test_neon_cross.py).
 #include "cpu/quant/kernels.h"
+#include "cpu/quant/kquant_sums.h"
+#include "cpu/quant/q4pack.h"
 #include "cpu/quant/scratch.h"
 
 #if defined(__aarch64__) && defined(__GNUC__)
@@ -23,6 +26,7 @@ static inline float H2F(uint16_t h) {  // hardware half -> float: exact, as h2f
 }
 #include "cpu/quant/dot_generic.h"
 #include "cpu/quant/kquant_neon.h"
+#include "cpu/quant/kqpack_neon.h"
 }  // namespace neon_impl
 }  // namespace eyas::cpu::quant
 #pragma GCC pop_options
@@ -33,9 +37,10 @@ const Table* table_neon() {
     Table t{};
     t.isa = Isa::Neon;
     neon_impl::fill_generic(t);
-    t.cols[kQ4_K] = &neon_impl::cols_kquant<kQ4_K, neon_impl::kblock_term_neon<kQ4_K>>;
-    t.cols[kQ5_K] = &neon_impl::cols_kquant<kQ5_K, neon_impl::kblock_term_neon<kQ5_K>>;
-    t.cols[kQ6_K] = &neon_impl::cols_kquant<kQ6_K, neon_impl::kblock_term_neon<kQ6_K>>;
+    t.cols[kQ4_K] = &neon_impl::cols_kq_packed_neon<kQ4_K>;
+    t.cols[kQ5_K] = &neon_impl::cols_kq_packed_neon<kQ5_K>;
+    t.cols[kQ6_K] = &neon_impl::cols_kq_packed_neon<kQ6_K>;
+    t.kpack = true;
     return t;
   }();
   return &tb;
