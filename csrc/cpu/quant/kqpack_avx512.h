@@ -65,17 +65,38 @@ static inline __m512i k5_fifth_bits(__m512i h, int bit) {
   return _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(h, bit), _mm512_set1_epi8(1)), 4);
 }
 
-// Q4_K / Q5_K: RT rows x the 16 columns from n.
+// Q4_K / Q5_K: RT rows x the 16 columns from n. Up to 4 rows keep every accumulator in registers; 8
+// rows (kWide) stream each block once for all of them (a verify of 8 nodes read the weights in two
+// passes of 4), with their float sums in y and the low- and high-nibble sub-blocks of a line in turn,
+// so the int sums fit the 32 registers. Same integers, same float adds. Cold 8192x2048 / 2048x8192,
+// 2 threads, Intel VM, T = 8: Q4_K 576-590 / 624-654 -> 543-549 / 554-563 us, Q5_K 761-808 / 767-795
+// -> 672-682 / 670-672 us (warm: Q4_K even, Q5_K 599-603 -> 510 us).
 template <WKind K, int RT>
 static void k45_rows(const Job& j, const int32_t* pairs, int64_t n, int64_t r0) {
+  constexpr bool kWide = RT > 4;
   constexpr KPackAt at = kpack_at(K);
   const int64_t nb = j.k / 256;
   const uint8_t* src = j.wpack + size_t(n / 16) * size_t(nb) * at.bytes;
   const __m512i m4 = _mm512_set1_epi8(0x0F);
   const uint8_t* xq0 = reinterpret_cast<const uint8_t*>(j.act.qs + r0 * j.k);
-  __m512 acc[RT];
+  __m512 acc[kWide ? 1 : RT];
+  if constexpr (kWide) {
+    for (int t = 0; t < RT; ++t) _mm512_storeu_ps(j.y + (r0 + t) * j.n + n, _mm512_setzero_ps());
+  } else {
 #pragma GCC unroll 16
-  for (int t = 0; t < RT; ++t) acc[t] = _mm512_setzero_ps();
+    for (int t = 0; t < RT; ++t) acc[t] = _mm512_setzero_ps();
+  }
+  // Plane r of sub-block pair c: the low nibbles (sub-block 2c) or the high ones (2c + 1). Q4_K's high
+  // nibbles stay in place (16 x their value), their dots shifted down once per c, exactly (8 dots of 4
+  // products stay far inside int32): one vector op less per line.
+  auto quants = [&](const uint8_t* s, int c, int r, bool high) {
+    const __m512i v = _mm512_loadu_si512(s + 512 * c + 64 * r);
+    __m512i q = !high ? _mm512_and_si512(v, m4)
+                      : K == kQ5_K ? _mm512_and_si512(_mm512_srli_epi16(v, 4), m4) : _mm512_andnot_si512(m4, v);
+    if constexpr (K == kQ5_K)  // fifth bits 2c, 2c + 1 of the qh plane, to bit 4 (per byte)
+      q = _mm512_or_si512(q, k5_fifth_bits(_mm512_loadu_si512(s + at.qh + 64 * r), 2 * c + high));
+    return q;
+  };
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* s = src + b * at.bytes;
     kq_prefetch_next<at.bytes>(s);
@@ -84,43 +105,60 @@ static void k45_rows(const Job& j, const int32_t* pairs, int64_t n, int64_t r0) 
     for (int t = 0; t < RT; ++t) i1[t] = _mm512_setzero_si512();
 #pragma GCC unroll 4
     for (int c = 0; c < 4; ++c) {
-      __m512i dl[RT], dh[RT];
-#pragma GCC unroll 16
-      for (int t = 0; t < RT; ++t) dl[t] = dh[t] = _mm512_setzero_si512();
-#pragma GCC unroll 8
-      for (int r = 0; r < 8; ++r) {
-        const __m512i v = _mm512_loadu_si512(s + 512 * c + 64 * r);
-        // Q4_K: the high nibbles in place (16 x their value), the products' sums shifted down once per
-        // c below, exactly (8 dots of 4 products stay far inside int32): one vector op less per line.
-        __m512i lo = _mm512_and_si512(v, m4),
-                hi = K == kQ5_K ? _mm512_and_si512(_mm512_srli_epi16(v, 4), m4) : _mm512_andnot_si512(m4, v);
-        if constexpr (K == kQ5_K) {  // fifth bits 2c, 2c + 1 of the qh plane, to bit 4 (per byte)
-          const __m512i h = _mm512_loadu_si512(s + at.qh + 64 * r);
-          lo = _mm512_or_si512(lo, k5_fifth_bits(h, 2 * c));
-          hi = _mm512_or_si512(hi, k5_fifth_bits(h, 2 * c + 1));
-        }
-#pragma GCC unroll 16
-        for (int t = 0; t < RT; ++t) {
-          const uint8_t* xq = xq0 + t * j.k + b * 256 + 64 * c + 4 * r;
-          dl[t] = dpbusd_bcast(dl[t], lo, xq);
-          dh[t] = dpbusd_bcast(dh[t], hi, xq + 32);
-        }
-      }
-      if constexpr (K != kQ5_K)
-#pragma GCC unroll 16
-        for (int t = 0; t < RT; ++t) dh[t] = _mm512_srai_epi32(dh[t], 4);
       const __m512i scl = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + at.sc + 32 * c)));
       const __m512i sch = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + at.sc + 16 + 32 * c)));
+      if constexpr (kWide) {
+#pragma GCC unroll 2
+        for (int high = 0; high < 2; ++high) {
+          __m512i d[RT];
 #pragma GCC unroll 16
-      for (int t = 0; t < RT; ++t)
-        i1[t] = _mm512_add_epi32(i1[t], _mm512_add_epi32(_mm512_mullo_epi32(dl[t], scl), _mm512_mullo_epi32(dh[t], sch)));
+          for (int t = 0; t < RT; ++t) d[t] = _mm512_setzero_si512();
+#pragma GCC unroll 8
+          for (int r = 0; r < 8; ++r) {
+            const __m512i q = quants(s, c, r, high);
+#pragma GCC unroll 16
+            for (int t = 0; t < RT; ++t) d[t] = dpbusd_bcast(d[t], q, xq0 + t * j.k + b * 256 + 64 * c + 32 * high + 4 * r);
+          }
+#pragma GCC unroll 16
+          for (int t = 0; t < RT; ++t)
+            i1[t] = _mm512_add_epi32(i1[t], _mm512_mullo_epi32(K != kQ5_K && high ? _mm512_srai_epi32(d[t], 4) : d[t], high ? sch : scl));
+        }
+      } else {
+        __m512i dl[RT], dh[RT];
+#pragma GCC unroll 16
+        for (int t = 0; t < RT; ++t) dl[t] = dh[t] = _mm512_setzero_si512();
+#pragma GCC unroll 8
+        for (int r = 0; r < 8; ++r) {
+          const __m512i lo = quants(s, c, r, false), hi = quants(s, c, r, true);
+#pragma GCC unroll 16
+          for (int t = 0; t < RT; ++t) {
+            const uint8_t* xq = xq0 + t * j.k + b * 256 + 64 * c + 4 * r;
+            dl[t] = dpbusd_bcast(dl[t], lo, xq);
+            dh[t] = dpbusd_bcast(dh[t], hi, xq + 32);
+          }
+        }
+        if constexpr (K != kQ5_K)
+#pragma GCC unroll 16
+          for (int t = 0; t < RT; ++t) dh[t] = _mm512_srai_epi32(dh[t], 4);
+#pragma GCC unroll 16
+        for (int t = 0; t < RT; ++t)
+          i1[t] = _mm512_add_epi32(i1[t], _mm512_add_epi32(_mm512_mullo_epi32(dl[t], scl), _mm512_mullo_epi32(dh[t], sch)));
+      }
     }
     const KqBlockTerm<K> term(s);
 #pragma GCC unroll 16
-    for (int t = 0; t < RT; ++t)
-      acc[t] = _mm512_add_ps(acc[t], term(pairs + ((r0 + t) * nb + b) * 4, j.act.d[(r0 + t) * j.act.d_per_row + b], i1[t]));
+    for (int t = 0; t < RT; ++t) {
+      const __m512 pv = term(pairs + ((r0 + t) * nb + b) * 4, j.act.d[(r0 + t) * j.act.d_per_row + b], i1[t]);
+      if constexpr (kWide) {
+        float* y = j.y + (r0 + t) * j.n + n;
+        _mm512_storeu_ps(y, _mm512_add_ps(_mm512_loadu_ps(y), pv));
+      } else {
+        acc[t] = _mm512_add_ps(acc[t], pv);
+      }
+    }
   }
-  for (int t = 0; t < RT; ++t) _mm512_storeu_ps(j.y + (r0 + t) * j.n + n, acc[t]);
+  if constexpr (!kWide)
+    for (int t = 0; t < RT; ++t) _mm512_storeu_ps(j.y + (r0 + t) * j.n + n, acc[t]);
 }
 
 // Q6_K pack block s: the quants (0..63) of plane (h, e, r), low nibbles (elements 128h + 32e + 4r ..)
@@ -360,10 +398,9 @@ void cols_kq_packed(const Job& j, int64_t n0, int64_t n1) {
         kq_unpacked_passes<K>(j, pairs, src, planes, scales, n, 0, next);
       }
     } else {
-      for (int64_t n = n0; n < full; n += 16) {  // 4 rows a pass (Q6_K: 8); the group stays in cache for the next
+      for (int64_t n = n0; n < full; n += 16) {  // 8 rows a pass, then 4 ..; the group stays in cache for the next
         int64_t r = 0;
-        if constexpr (K == kQ6_K)  // Q4_K / Q5_K at 8 rows: within 4 % either way (their unpack is cheap)
-          for (; r + 8 <= j.t; r += 8) kq_rows<K, 8>(j, pairs, n, r);
+        for (; r + 8 <= j.t; r += 8) kq_rows<K, 8>(j, pairs, n, r);
         for (; r + 4 <= j.t; r += 4) kq_rows<K, 4>(j, pairs, n, r);
         if (j.t - r == 3) kq_rows<K, 3>(j, pairs, n, r);
         if (j.t - r == 2) kq_rows<K, 2>(j, pairs, n, r);
