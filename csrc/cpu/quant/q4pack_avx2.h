@@ -23,11 +23,12 @@ static inline __m256i bcast_dword(const int8_t* p) {
 // it otherwise does by computing every plane's products first and spilling them.
 static inline void keep_in_register(__m256i& v) { asm("" : "+x"(v)); }
 
-// Rows [r0, r0 + RT) x 8 columns: half h (columns 8h..8h+7) of the 16-column group at n. Each
-// weight plane is unpacked once per block and used by every row at once, so only the planes in
-// flight, the rows' integer sums and their float accumulators occupy registers (2 RT + ~6).
-template <WKind K, int RT>
-static void q4a_rows(const Job& j, const Q4Rows& xr, int64_t n, int h, int64_t r0) {
+// Rows [r0, r0 + RT) x halves [h0, h0 + H) (half h: columns 8h..8h+7) of the 16-column group at n.
+// Each weight plane is unpacked once per block and used by every row at once, so only the planes in
+// flight, the rows' integer sums and their float accumulators occupy registers (2 RT H + ~6); H = 2
+// shares each activation broadcast between the halves.
+template <WKind K, int RT, int H>
+static void q4a_rows(const Job& j, const Q4Rows& xr, int64_t n, int h0, int64_t r0) {
   constexpr bool has_min = K == kQ4_1 || K == kQ5_1, q8 = K == kQ8_0, five = K == kQ5_0 || K == kQ5_1;
   constexpr Q4PackAt at = q8 ? Q4PackAt{-1, 512, -1, kQ8PackBlockBytes} : q4pack_at(K);
   constexpr int block_bytes = at.bytes, d_at = at.d;
@@ -39,12 +40,12 @@ static void q4a_rows(const Job& j, const Q4Rows& xr, int64_t n, int h, int64_t r
   const float* dx0 = xr.dx + r0 * nb;
   const float* dsx0 = xr.dsx + r0 * nb;
   const int32_t* off0 = xr.off + r0 * nb;
-  __m256 acc[RT];
+  __m256 acc[RT][H];
 #pragma GCC unroll 8
-  for (int t = 0; t < RT; ++t) acc[t] = _mm256_setzero_ps();
+  for (int t = 0; t < RT; ++t)
+    for (int hh = 0; hh < H; ++hh) acc[t][hh] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* blk = grp + b * block_bytes;
-    const uint8_t* s = blk + 32 * h;
     _mm_prefetch(reinterpret_cast<const char*>(blk + kQ4A2PrefetchBlocks * block_bytes), _MM_HINT_T1);
     _mm_prefetch(reinterpret_cast<const char*>(blk + kQ4A2PrefetchBlocks * block_bytes + 128), _MM_HINT_T1);
     if constexpr (q8 || five)
@@ -52,85 +53,127 @@ static void q4a_rows(const Job& j, const Q4Rows& xr, int64_t n, int h, int64_t r
     if constexpr (q8)
       _mm_prefetch(reinterpret_cast<const char*>(blk + kQ4A2PrefetchBlocks * block_bytes + 384), _MM_HINT_T1);
     const int8_t* xb = xq0 + b * 32;
-    __m256i iv[RT];
+    __m256i iv[RT][H];
     if constexpr (q8) {
 #pragma GCC unroll 8
-      for (int t = 0; t < RT; ++t) iv[t] = _mm256_setzero_si256();
+      for (int t = 0; t < RT; ++t)
+        for (int hh = 0; hh < H; ++hh) iv[t][hh] = _mm256_setzero_si256();
 #pragma GCC unroll 8
       for (int r = 0; r < 8; ++r) {  // the pack stores int8 + 128: flip the top bit back
-        const __m256i w = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + 64 * r)), bias);
-        const __m256i wa = _mm256_abs_epi8(w);
+        __m256i w[H], wa[H];
+#pragma GCC unroll 2
+        for (int hh = 0; hh < H; ++hh) {
+          w[hh] = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 32 * (h0 + hh) + 64 * r)), bias);
+          wa[hh] = _mm256_abs_epi8(w[hh]);
+        }
+#pragma GCC unroll 8
+        for (int t = 0; t < RT; ++t) {
+          const __m256i xv = bcast_dword(xb + t * j.k + 4 * r);
+#pragma GCC unroll 2
+          for (int hh = 0; hh < H; ++hh)
+            iv[t][hh] = _mm256_add_epi32(iv[t][hh], _mm256_madd_epi16(_mm256_maddubs_epi16(wa[hh], _mm256_sign_epi8(xv, w[hh])), ones));
+        }
 #pragma GCC unroll 8
         for (int t = 0; t < RT; ++t)
-          iv[t] = _mm256_add_epi32(
-              iv[t], _mm256_madd_epi16(_mm256_maddubs_epi16(wa, _mm256_sign_epi8(bcast_dword(xb + t * j.k + 4 * r), w)), ones));
-#pragma GCC unroll 8
-        for (int t = 0; t < RT; ++t) keep_in_register(iv[t]);
+          for (int hh = 0; hh < H; ++hh) keep_in_register(iv[t][hh]);
       }
     } else {
       // Q5: quants up to 31 make a pair up to 2 * 31 * 127 = 7874, so the int16 sums are widened
       // every two planes (4 pairs <= 31496) instead of once per block.
       constexpr int widen_every = five ? 2 : 4;
-      __m256i h5 = _mm256_setzero_si256();
-      if constexpr (five) h5 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + at.qh));
-      __m256i p16[RT];
+      __m256i h5[H], p16[RT][H];
+#pragma GCC unroll 2
+      for (int hh = 0; hh < H; ++hh) {
+        h5[hh] = _mm256_setzero_si256();
+        if constexpr (five) h5[hh] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 32 * (h0 + hh) + at.qh));
+      }
 #pragma GCC unroll 8
-      for (int t = 0; t < RT; ++t) iv[t] = p16[t] = _mm256_setzero_si256();
+      for (int t = 0; t < RT; ++t)
+        for (int hh = 0; hh < H; ++hh) iv[t][hh] = p16[t][hh] = _mm256_setzero_si256();
 #pragma GCC unroll 4
       for (int r = 0; r < 4; ++r) {
-        const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + 64 * r));
-        __m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
-        if constexpr (five) {  // bit r of each plane byte (low nibbles), bit 4 + r (high), to bit 4
-          lo = _mm256_or_si256(lo, _mm256_and_si256(_mm256_slli_epi16(h5, 4 - r), m10));
-          hi = _mm256_or_si256(hi, _mm256_and_si256(_mm256_srli_epi16(h5, r), m10));
+        __m256i lo[H], hi[H];
+#pragma GCC unroll 2
+        for (int hh = 0; hh < H; ++hh) {
+          const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 32 * (h0 + hh) + 64 * r));
+          lo[hh] = _mm256_and_si256(v, m4), hi[hh] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+          if constexpr (five) {  // bit r of each plane byte (low nibbles), bit 4 + r (high), to bit 4
+            lo[hh] = _mm256_or_si256(lo[hh], _mm256_and_si256(_mm256_slli_epi16(h5[hh], 4 - r), m10));
+            hi[hh] = _mm256_or_si256(hi[hh], _mm256_and_si256(_mm256_srli_epi16(h5[hh], r), m10));
+          }
         }
 #pragma GCC unroll 8
         for (int t = 0; t < RT; ++t) {
           const int8_t* xq = xb + t * j.k;
-          p16[t] = _mm256_add_epi16(p16[t], _mm256_add_epi16(_mm256_maddubs_epi16(lo, bcast_dword(xq + 4 * r)),
-                                                             _mm256_maddubs_epi16(hi, bcast_dword(xq + 16 + 4 * r))));
-          keep_in_register(p16[t]);
+          const __m256i xl = bcast_dword(xq + 4 * r), xh = bcast_dword(xq + 16 + 4 * r);
+#pragma GCC unroll 2
+          for (int hh = 0; hh < H; ++hh) {
+            p16[t][hh] = _mm256_add_epi16(p16[t][hh], _mm256_add_epi16(_mm256_maddubs_epi16(lo[hh], xl),
+                                                                       _mm256_maddubs_epi16(hi[hh], xh)));
+            keep_in_register(p16[t][hh]);
+          }
         }
         if ((r + 1) % widen_every == 0)
 #pragma GCC unroll 8
-          for (int t = 0; t < RT; ++t) {
-            iv[t] = _mm256_add_epi32(iv[t], _mm256_madd_epi16(p16[t], ones));
-            p16[t] = _mm256_setzero_si256();
-          }
+          for (int t = 0; t < RT; ++t)
+            for (int hh = 0; hh < H; ++hh) {
+              iv[t][hh] = _mm256_add_epi32(iv[t][hh], _mm256_madd_epi16(p16[t][hh], ones));
+              p16[t][hh] = _mm256_setzero_si256();
+            }
       }
     }
-    const __m256 dwv = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + d_at + 16 * h)));
+#pragma GCC unroll 2
+    for (int hh = 0; hh < H; ++hh) {
+      const int h = h0 + hh;
+      const __m256 dwv = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + d_at + 16 * h)));
+      __m256 mwv = dwv;
+      if constexpr (has_min) mwv = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + at.m + 16 * h)));
 #pragma GCC unroll 8
-    for (int t = 0; t < RT; ++t) {
-      const int64_t rb = t * nb + b;
-      __m256i it = iv[t];
-      if constexpr (K == kQ4_0 || K == kQ5_0) it = _mm256_sub_epi32(it, _mm256_set1_epi32(off0[rb]));
-      __m256 pv = _mm256_mul_ps(_mm256_cvtepi32_ps(it), _mm256_mul_ps(dwv, _mm256_set1_ps(dx0[rb])));
-      if constexpr (has_min) {
-        const __m256 mwv = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + at.m + 16 * h)));
-        pv = _mm256_add_ps(pv, _mm256_mul_ps(mwv, _mm256_set1_ps(dsx0[rb])));
+      for (int t = 0; t < RT; ++t) {
+        const int64_t rb = t * nb + b;
+        __m256i it = iv[t][hh];
+        if constexpr (K == kQ4_0 || K == kQ5_0) it = _mm256_sub_epi32(it, _mm256_set1_epi32(off0[rb]));
+        __m256 pv = _mm256_mul_ps(_mm256_cvtepi32_ps(it), _mm256_mul_ps(dwv, _mm256_set1_ps(dx0[rb])));
+        if constexpr (has_min) pv = _mm256_add_ps(pv, _mm256_mul_ps(mwv, _mm256_set1_ps(dsx0[rb])));
+        acc[t][hh] = _mm256_add_ps(acc[t][hh], pv);
       }
-      acc[t] = _mm256_add_ps(acc[t], pv);
     }
   }
-  for (int t = 0; t < RT; ++t) _mm256_storeu_ps(j.y + (r0 + t) * j.n + n + 8 * h, acc[t]);
+  for (int t = 0; t < RT; ++t)
+    for (int hh = 0; hh < H; ++hh) _mm256_storeu_ps(j.y + (r0 + t) * j.n + n + 8 * (h0 + hh), acc[t][hh]);
 }
 
-// Every row of the 16-column groups in [n0, n1): 4 rows a pass (a group's blocks stay in L1/L2 for
-// the passes after the first), the remainder in one pass.
+// Up to this many rows take both halves of a group in one pass (the activation broadcasts shared):
+// Intel VM with the AVX2 table, cold 8192x2048, 2 threads, three alternating runs, T = 2 / 3: Q4_0
+// 541-550 / 585-791 -> 483-498 / 527-565 us, Q8_0 844-966 / 961-1,110 -> 748-764 / 777-808, Q5_0
+// 629-655 / 703-725 -> 547-628 / 584-591; T = 1 even (Q4_0 450-462 -> 437-450).
+constexpr int kQ4A2BothHalvesRows = 3;
+
+// Every row of the 16-column groups in [n0, n1): few rows both halves a pass; more rows 4 rows a
+// pass per half (a group's blocks stay in L1/L2 for the passes after the first), the remainder in
+// one pass.
 template <WKind K>
 static void q4a_cols(const Job& j, const Q4Rows& xr, int64_t n0, int64_t n1) {
-  for (int64_t n = n0; n < n1; n += 16)
+  for (int64_t n = n0; n < n1; n += 16) {
+    if (j.t <= kQ4A2BothHalvesRows) {
+      switch (j.t) {
+        case 3: q4a_rows<K, 3, 2>(j, xr, n, 0, 0); break;
+        case 2: q4a_rows<K, 2, 2>(j, xr, n, 0, 0); break;
+        default: q4a_rows<K, 1, 2>(j, xr, n, 0, 0); break;
+      }
+      continue;
+    }
     for (int h = 0; h < 2; ++h) {
       int64_t r = 0;
-      for (; r + 4 <= j.t; r += 4) q4a_rows<K, 4>(j, xr, n, h, r);
+      for (; r + 4 <= j.t; r += 4) q4a_rows<K, 4, 1>(j, xr, n, h, r);
       switch (j.t - r) {
-        case 3: q4a_rows<K, 3>(j, xr, n, h, r); break;
-        case 2: q4a_rows<K, 2>(j, xr, n, h, r); break;
-        case 1: q4a_rows<K, 1>(j, xr, n, h, r); break;
+        case 3: q4a_rows<K, 3, 1>(j, xr, n, h, r); break;
+        case 2: q4a_rows<K, 2, 1>(j, xr, n, h, r); break;
+        case 1: q4a_rows<K, 1, 1>(j, xr, n, h, r); break;
         default: break;
       }
     }
+  }
 }
 
 // The AVX2 table's Q4_0 / Q4_1 / Q5_0 / Q5_1 / Q8_0 path at every T; columns past N / 16 * 16, and every column
