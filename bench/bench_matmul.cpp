@@ -5,8 +5,9 @@
 // EYAS_BENCH_TYPES=Q4_1,Q8_0, EYAS_BENCH_SHAPES=1536x576, EYAS_BENCH_THREADS=1 and
 // EYAS_BENCH_ROWS=1,32 limit the table (ratios need T=1 listed); EYAS_ISA forces a path;
 // EYAS_BENCH_NO_PACK=1 times Q4 calls that repack their weight per call (as a caller without a
-// kept pack would). EYAS_BENCH_COLD=1 cycles through copies of each weight (256 MiB in all) so
-// every call streams it from DRAM, as a decode step does; otherwise small weights stay in cache.
+// kept pack would). EYAS_BENCH_COLD=1 cycles through copies of each weight (EYAS_BENCH_COLD_MB, default
+// 256 MiB, in all; at least two) so every call streams it from DRAM, as a decode step does; otherwise
+// small weights stay in cache. Where the last-level cache is that large, raise EYAS_BENCH_COLD_MB.
 #include <algorithm>
 #include <array>
 #include <chrono>
@@ -120,7 +121,8 @@ int main() {
       std::snprintf(shape, sizeof shape, "%lldx%lld", (long long)n, (long long)k);
       if (!listed("EYAS_BENCH_SHAPES", shape)) continue;
       std::vector<uint8_t> w = random_weights(t, n, k, rng);
-      const size_t copies = std::getenv("EYAS_BENCH_COLD") ? std::max<size_t>(1, (size_t(256) << 20) / w.size()) : 1;
+      const size_t cold_mb = std::getenv("EYAS_BENCH_COLD_MB") ? size_t(std::atol(std::getenv("EYAS_BENCH_COLD_MB"))) : 256;
+      const size_t copies = std::getenv("EYAS_BENCH_COLD") ? std::max<size_t>(2, (cold_mb << 20) / w.size()) : 1;
       std::vector<std::vector<uint8_t>> ws(copies, w);
       std::vector<float> x(size_t(128 * k)), y(size_t(128 * n));
       std::normal_distribution<float> nd(0.0f, 1.0f);
