@@ -93,3 +93,18 @@ def test_neon_k_pack_extreme_bytes_exact(driver, tmp_path, wtype):
     for t in (1, 2, 5, 9):
         neon = _run(driver, tmp_path, "neon", wtype, w, x[:t], n, k)
         assert np.array_equal(neon, _core.ops.matmul(x[:t], w, wtype, (n, k))), f"{wtype} T={t}"
+
+
+@pytest.mark.parametrize("wtype", qr.LEGACY_TYPES)
+def test_neon_legacy_packs_over_rows(driver, tmp_path, wtype):
+    # The SDOT kernels over the Q4 / Q5 / Q8 repacks (q4pack_neon.h): one row (the whole group a pass),
+    # 2-4 rows and their remainders, random and all-largest quants (0xFF: Q8_0's -1, nibbles 15,
+    # Q5's fifth bits set) against +-127 activations.
+    rng = np.random.default_rng(23)
+    n, k = 35, 256
+    for w in (qr.random_weights(rng, wtype, n, k), qr.max_weights(wtype, n, k)):
+        x = rng.standard_normal((9, k), dtype=np.float32)
+        x[2] = np.where(np.arange(k) % 3 == 0, -3.0, 3.0)
+        for t in (1, 2, 3, 5, 9):
+            neon = _run(driver, tmp_path, "neon", wtype, w, x[:t], n, k)
+            assert np.array_equal(neon, _core.ops.matmul(x[:t], w, wtype, (n, k))), f"{wtype} T={t}"
