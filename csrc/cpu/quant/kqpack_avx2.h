@@ -118,7 +118,7 @@ struct Kq2BlockTerm {
   }
 };
 
-// Rows [0, RT) (RT <= 4) x both halves of the 16-column group at n, straight from the pack. Each sub-block's int16 pair
+// Rows [0, RT) (2 <= RT <= 4) x both halves of the 16-column group at n, straight from the pack. Each sub-block's int16 pair
 // sums go through vpmaddwd with its scale words into the block's int32 sums i1; the block's float term
 // then follows kblock_term (as KqBlockTerm does on the AVX-512 path). Both halves in one pass share
 // every activation broadcast (at T = 2 / 3 1.2x / 1.4x faster than a pass per half).
@@ -193,6 +193,129 @@ static void kq2_rows(const Job& j, const int32_t* pairs, int64_t n) {
   }
   for (int t = 0; t < RT; ++t)
     for (int hh = 0; hh < H; ++hh) _mm256_storeu_ps(j.y + t * j.n + n + 8 * hh, acc[t][hh]);
+}
+
+// Q4_K / Q5_K, one row (a decode step): the sub-block pair 2c, 2c + 1 (low and high nibbles of the same
+// lines) together, both halves, c unrolled so Q5_K's fifth bits come out with immediate shifts. Cold,
+// 2 threads, Intel VM, three alternating runs against kq2_rows: Q5_K 19.3-19.9 -> 21.3-24.1 GB/s, Q4_K
+// 23.7-24.7 -> 23.8-26.0 (8192x2048, 2048x8192, 6144x1024).
+template <WKind K>
+static void kq2_q45_row1(const Job& j, const int32_t* pairs, int64_t n) {
+  constexpr KPackAt at = kpack_at(K);
+  constexpr int widen = kq2_widen<K>();
+  const int64_t nb = j.k / 256;
+  const uint8_t* src = j.wpack + size_t(n / 16) * size_t(nb) * at.bytes;
+  const __m256i m4 = _mm256_set1_epi8(0x0F), one = _mm256_set1_epi8(1);
+  __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* s = src + b * at.bytes;
+#pragma GCC unroll 64
+    for (int l = 0; l < (at.bytes + 63) / 64; ++l) _mm_prefetch(reinterpret_cast<const char*>(s + at.bytes + 64 * l), _MM_HINT_T1);
+    const int8_t* xb = j.act.qs + b * 256;
+    __m256i i1[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+#pragma GCC unroll 4
+    for (int c = 0; c < 4; ++c) {
+      __m256i sl[2], sh[2], pl[2], ph[2];
+#pragma GCC unroll 2
+      for (int hh = 0; hh < 2; ++hh) sl[hh] = kq2_sub_scale<K>(s, 2 * c, hh), sh[hh] = kq2_sub_scale<K>(s, 2 * c + 1, hh);
+#pragma GCC unroll 8
+      for (int r = 0; r < 8; ++r) {
+        if (r % widen == 0)
+          for (int hh = 0; hh < 2; ++hh) pl[hh] = ph[hh] = _mm256_setzero_si256();
+        const __m256i xl = bcast_dword(xb + 64 * c + 4 * r), xh = bcast_dword(xb + 64 * c + 32 + 4 * r);
+#pragma GCC unroll 2
+        for (int hh = 0; hh < 2; ++hh) {
+          const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + 512 * c + 64 * r + 32 * hh));
+          __m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+          if constexpr (K == kQ5_K) {  // bits 2c (low nibbles) and 2c + 1 (high) of the qh byte, to bit 4
+            const __m256i hb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + at.qh + 64 * r + 32 * hh));
+            lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2 * c), one), 4));
+            hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2 * c + 1), one), 4));
+          }
+          pl[hh] = _mm256_add_epi16(pl[hh], _mm256_maddubs_epi16(lo, xl));
+          ph[hh] = _mm256_add_epi16(ph[hh], _mm256_maddubs_epi16(hi, xh));
+          keep_in_register(pl[hh]);
+          keep_in_register(ph[hh]);
+        }
+        if ((r + 1) % widen == 0)
+#pragma GCC unroll 2
+          for (int hh = 0; hh < 2; ++hh)
+            i1[hh] = _mm256_add_epi32(i1[hh], _mm256_add_epi32(_mm256_madd_epi16(pl[hh], sl[hh]), _mm256_madd_epi16(ph[hh], sh[hh])));
+      }
+    }
+#pragma GCC unroll 2
+    for (int hh = 0; hh < 2; ++hh) {
+      const Kq2BlockTerm<K> term(s, hh);
+      acc[hh] = _mm256_add_ps(acc[hh], term(pairs + b * 4, j.act.d[b], i1[hh]));
+    }
+  }
+  for (int hh = 0; hh < 2; ++hh) _mm256_storeu_ps(j.y + n + 8 * hh, acc[hh]);
+}
+
+// Q6_K, one row (a decode step): sub-blocks 8h + 2e + rr (low nibbles) and + 4 (high) together, both
+// halves, so each plane's ql and qh lines are loaded once and the qh bit pairs taken out with
+// immediate shifts (kq2_rows unpacks every sub-block on its own). Cold, 2 threads, Intel VM, three
+// alternating runs at 8192x2048, 2048x8192, 151936x1024, 1024x3072: 17.1-20.5 -> 27.1-28.5 GB/s.
+static void kq2_q6_row1(const Job& j, const int32_t* pairs, int64_t n) {
+  const int64_t nb = j.k / 256;
+  const uint8_t* src = j.wpack + size_t(n / 16) * size_t(nb) * kQ6KPackBlockBytes;
+  const __m256i m4 = _mm256_set1_epi8(0x0F), m30 = _mm256_set1_epi8(0x30);
+  __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* s = src + b * kQ6KPackBlockBytes;
+#pragma GCC unroll 64
+    for (int l = 0; l < (kQ6KPackBlockBytes + 63) / 64; ++l)
+      _mm_prefetch(reinterpret_cast<const char*>(s + kQ6KPackBlockBytes + 64 * l), _MM_HINT_T1);
+    const int8_t* xb = j.act.qs + b * 256;
+    __m256i i1[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+#pragma GCC unroll 1
+    for (int h6 = 0; h6 < 2; ++h6)
+#pragma GCC unroll 2
+      for (int e = 0; e < 2; ++e)
+#pragma GCC unroll 1
+        for (int rr = 0; rr < 2; ++rr) {
+          const int g = 8 * h6 + 2 * e + rr;  // the low nibbles' sub-block; the high ones' is g + 4
+          const uint8_t* ql = s + 1024 * h6 + 512 * e + 256 * rr;
+          const uint8_t* qh = s + 2048 + 512 * h6 + 256 * rr;
+          const int8_t* xa = xb + 128 * h6 + 32 * e + 16 * rr;
+          __m256i sl[2], sh[2], pl[2], ph[2];
+#pragma GCC unroll 2
+          for (int hh = 0; hh < 2; ++hh) {
+            sl[hh] = kq2_q6_scale_words(s + 3072 + 32 * (g / 2) + 16 * hh, g);
+            sh[hh] = kq2_q6_scale_words(s + 3072 + 32 * ((g + 4) / 2) + 16 * hh, g + 4);
+          }
+#pragma GCC unroll 4
+          for (int r = 0; r < 4; ++r) {
+            if (r % 2 == 0)
+              for (int hh = 0; hh < 2; ++hh) pl[hh] = ph[hh] = _mm256_setzero_si256();
+            const __m256i xl = bcast_dword(xa + 4 * r), xh = bcast_dword(xa + 64 + 4 * r);
+#pragma GCC unroll 2
+            for (int hh = 0; hh < 2; ++hh) {
+              const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql + 64 * r + 32 * hh));
+              const __m256i hb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qh + 64 * r + 32 * hh));
+              // bits 2e, 2e + 1 of the qh byte to bits 4, 5 (low nibbles), bits 4 + 2e, 5 + 2e (high)
+              const __m256i lo = _mm256_or_si256(_mm256_and_si256(v, m4),
+                                                 _mm256_and_si256(e ? _mm256_slli_epi16(hb, 2) : _mm256_slli_epi16(hb, 4), m30));
+              const __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4),
+                                                 _mm256_and_si256(e ? _mm256_srli_epi16(hb, 2) : hb, m30));
+              pl[hh] = _mm256_add_epi16(pl[hh], _mm256_maddubs_epi16(lo, xl));
+              ph[hh] = _mm256_add_epi16(ph[hh], _mm256_maddubs_epi16(hi, xh));
+              keep_in_register(pl[hh]);
+              keep_in_register(ph[hh]);
+            }
+            if (r % 2 == 1)
+#pragma GCC unroll 2
+              for (int hh = 0; hh < 2; ++hh)
+                i1[hh] = _mm256_add_epi32(i1[hh], _mm256_add_epi32(_mm256_madd_epi16(pl[hh], sl[hh]), _mm256_madd_epi16(ph[hh], sh[hh])));
+          }
+        }
+#pragma GCC unroll 2
+    for (int hh = 0; hh < 2; ++hh) {
+      const Kq2BlockTerm<kQ6_K> term(s, hh);
+      acc[hh] = _mm256_add_ps(acc[hh], term(pairs + b * 8, j.act.d[b], i1[hh]));
+    }
+  }
+  for (int hh = 0; hh < 2; ++hh) _mm256_storeu_ps(j.y + n + 8 * hh, acc[hh]);
 }
 
 // Many rows: a 16-column group's quants are unpacked once into u8 planes (plane p of block b, half h
@@ -271,9 +394,8 @@ static void kq2_rows_unpacked(const Job& j, const int32_t* pairs, const uint8_t*
   for (int t = 0; t < RT; ++t) _mm256_storeu_ps(j.y + (r0 + t) * j.n + n + 8 * h, acc[t]);
 }
 
-// The AVX2 table's K-quant path at every T over the pack: one row reads both halves of a group in one
-// pass; a few rows take each half in passes of 4 (the group's blocks stay in L1 / L2 for the passes
-// after the first); many rows unpack the group once first. Columns past N / 16 * 16, and every column
+// The AVX2 table's K-quant path at every T over the pack: up to 4 rows read both halves of a group in
+// one pass (one row: a sub-block pair at a time); from 5 rows the group is unpacked once first. Columns past N / 16 * 16, and every column
 // without a pack, on the GGUF path.
 template <WKind K>
 void cols_kq_packed_avx2(const Job& j, int64_t n0, int64_t n1) {
@@ -305,7 +427,10 @@ void cols_kq_packed_avx2(const Job& j, int64_t n0, int64_t n1) {
           case 4: kq2_rows<K, 4>(j, pairs, n); break;
           case 3: kq2_rows<K, 3>(j, pairs, n); break;
           case 2: kq2_rows<K, 2>(j, pairs, n); break;
-          default: kq2_rows<K, 1>(j, pairs, n); break;
+          default:  // one row
+            if constexpr (K == kQ6_K) kq2_q6_row1(j, pairs, n);
+            else kq2_q45_row1<K>(j, pairs, n);
+            break;
         }
     }
   }
