@@ -46,32 +46,9 @@ static inline __m256i kq2_quants(const uint8_t* line, const uint8_t* qh_line, bo
   return q;
 }
 
-template <WKind K>
-constexpr int kq2_sub_blocks() { return K == kQ6_K ? 16 : 8; }
-
 // Planes whose vpmaddubsw pairs are summed in int16 before vpmaddwd widens them (the bounds above).
 template <WKind K>
 constexpr int kq2_widen() { return K == kQ4_K ? 8 : K == kQ5_K ? 4 : 2; }
-
-// Where sub-block g of a pack block is. Q4_K / Q5_K: g = 2c + high, plane r (of 8) at 512c + 64r,
-// elements 64c + 32 high + 4r; Q5_K's fifth bit is bit g of the qh line at qh + 64r. Q6_K: g = 8h + 2e
-// + rr + 4 high, plane r (of 4) at 1024h + 512e + 256rr + 64r, elements 128h + 32e + 16rr + 4r + 64 high,
-// its qh line at 2048 + 512h + 256rr + 64r, bits 2e + 4 high and the next one (see k6_quants).
-struct Kq2Sub {
-  int line, act, qh, bit;
-  bool high;
-};
-template <WKind K>
-constexpr Kq2Sub kq2_sub(int g) {
-  if constexpr (K == kQ6_K) {
-    const int h6 = g / 8, e = (g / 2) % 2, rr = g % 2;
-    const bool high = (g / 4) % 2;
-    return {1024 * h6 + 512 * e + 256 * rr, 128 * h6 + 32 * e + 16 * rr + (high ? 64 : 0), 2048 + 512 * h6 + 256 * rr,
-            2 * e + (high ? 4 : 0), high};
-  } else {
-    return {512 * (g / 2), 64 * (g / 2) + 32 * (g % 2), K == kQ5_K ? kpack_at(K).qh : 0, g, g % 2 == 1};
-  }
-}
 
 // Sub-block g's scale words (as kq2_scale_words) for half `half` of pack block s.
 template <WKind K>
@@ -126,10 +103,10 @@ struct Kq2BlockTerm {
 // Q5_K 649-661 -> 564-627, Q4_K 426-455 -> 393-411; T = 3 / 4 even to 10 % faster).
 template <WKind K, int RT>
 static void kq2_rows(const Job& j, const int32_t* pairs, int64_t n) {
-  constexpr int H = 2, G = kq2_sub_blocks<K>();
+  constexpr int H = 2, G = kpack_sub_blocks(K);
   constexpr bool q6 = K == kQ6_K;
   constexpr int block_bytes = q6 ? kQ6KPackBlockBytes : kpack_at(K).bytes;
-  constexpr int planes = 64 / kq2_sub_blocks<K>();  // planes of one sub-block
+  constexpr int planes = 64 / kpack_sub_blocks(K);  // planes of one sub-block
   constexpr int widen = kq2_widen<K>();
   constexpr int pair_n = q6 ? 8 : 4;
   const int64_t nb = j.k / 256;
@@ -150,7 +127,7 @@ static void kq2_rows(const Job& j, const int32_t* pairs, int64_t n) {
       for (int hh = 0; hh < H; ++hh) i1[t][hh] = _mm256_setzero_si256();
 #pragma GCC unroll 16
     for (int g = 0; g < G; ++g) {
-      const Kq2Sub sub = kq2_sub<K>(g);
+      const KPackSub sub = kpack_sub(K, g);
       __m256i sw[H];
 #pragma GCC unroll 2
       for (int hh = 0; hh < H; ++hh) {
@@ -331,14 +308,14 @@ constexpr int64_t kq2_unpack_min_rows = 5;
 
 template <WKind K>
 static void kq2_unpack_group(const uint8_t* src, int64_t nb, uint8_t* planes, __m256i* sw) {
-  constexpr int G = kq2_sub_blocks<K>(), P = 64 / G;
+  constexpr int G = kpack_sub_blocks(K), P = 64 / G;
   constexpr int block_bytes = K == kQ6_K ? kQ6KPackBlockBytes : kpack_at(K).bytes;
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* s = src + b * block_bytes;
 #pragma GCC unroll 64
     for (int l = 0; l < (block_bytes + 63) / 64; ++l) _mm_prefetch(reinterpret_cast<const char*>(s + block_bytes + 64 * l), _MM_HINT_T1);
     for (int g = 0; g < G; ++g) {
-      const Kq2Sub sub = kq2_sub<K>(g);
+      const KPackSub sub = kpack_sub(K, g);
       for (int h = 0; h < 2; ++h) {
         sw[(b * G + g) * 2 + h] = kq2_sub_scale<K>(s, g, h);
 #pragma GCC unroll 8
@@ -354,7 +331,7 @@ static void kq2_unpack_group(const uint8_t* src, int64_t nb, uint8_t* planes, __
 template <WKind K, int RT>
 static void kq2_rows_unpacked(const Job& j, const int32_t* pairs, const uint8_t* src, const uint8_t* planes,
                               const __m256i* sw, int64_t n, int h, int64_t r0) {
-  constexpr int G = kq2_sub_blocks<K>(), P = 64 / G, widen = kq2_widen<K>(), pair_n = K == kQ6_K ? 8 : 4;
+  constexpr int G = kpack_sub_blocks(K), P = 64 / G, widen = kq2_widen<K>(), pair_n = K == kQ6_K ? 8 : 4;
   constexpr int block_bytes = K == kQ6_K ? kQ6KPackBlockBytes : kpack_at(K).bytes;
   const int64_t nb = j.k / 256;
   const int8_t* xq0 = j.act.qs + r0 * j.k;
@@ -368,7 +345,7 @@ static void kq2_rows_unpacked(const Job& j, const int32_t* pairs, const uint8_t*
     for (int t = 0; t < RT; ++t) i1[t] = _mm256_setzero_si256();
 #pragma GCC unroll 1
     for (int g = 0; g < G; ++g) {
-      const int act = kq2_sub<K>(g).act;
+      const int act = kpack_sub(K, g).act;
       __m256i p16[RT];
 #pragma GCC unroll 8
       for (int r = 0; r < P; ++r) {
@@ -407,7 +384,7 @@ void cols_kq_packed_avx2(const Job& j, int64_t n0, int64_t n1) {
     const int64_t nb = j.k / 256;
     constexpr int block_bytes = K == kQ6_K ? kQ6KPackBlockBytes : kpack_at(K).bytes;
     if (j.t >= kq2_unpack_min_rows) {
-      constexpr int G = kq2_sub_blocks<K>();
+      constexpr int G = kpack_sub_blocks(K);
       uint8_t* planes = thread_scratch<kScratchUnpacked>(size_t(nb) * (4096 + 64 * G));
       __m256i* sw = reinterpret_cast<__m256i*>(planes + size_t(nb) * 4096);
       for (int64_t n = n0; n < full; n += 16) {

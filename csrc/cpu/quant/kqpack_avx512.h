@@ -272,13 +272,10 @@ static void k6_rows(const Job& j, const int32_t* pairs, int64_t n, int64_t r0) {
 template <WKind K>
 constexpr int64_t kq_unpack_min_rows() { return K == kQ4_K ? 24 : 16; }
 
-template <WKind K>
-constexpr int kq_sub_blocks() { return K == kQ6_K ? 16 : 8; }
-
 // Unpacks the nb pack blocks from src into planes (nb x 64 x 64 bytes) and scales (nb x sub-blocks).
 template <WKind K>
 static void kq_unpack_group(const uint8_t* src, int64_t nb, uint8_t* planes, __m512i* scales) {
-  constexpr int G = kq_sub_blocks<K>();
+  constexpr int G = kpack_sub_blocks(K);
   const __m512i m4 = _mm512_set1_epi8(0x0F);
   auto put = [&](int64_t b, int p, __m512i v) { _mm512_store_si512(planes + (b * 64 + p) * 64, v); };
   for (int64_t b = 0; b < nb; ++b) {
@@ -320,7 +317,7 @@ static void kq_unpack_group(const uint8_t* src, int64_t nb, uint8_t* planes, __m
 template <WKind K, int RT>
 static void kq_rows_unpacked(const Job& j, const int32_t* pairs, const uint8_t* src, const uint8_t* planes,
                              const __m512i* scales, int64_t n, int64_t r0, const uint8_t* next) {
-  constexpr int G = kq_sub_blocks<K>(), P = 64 / G, pair_n = K == kQ6_K ? 8 : 4;  // P: planes per sub-block
+  constexpr int G = kpack_sub_blocks(K), P = 64 / G, pair_n = K == kQ6_K ? 8 : 4;  // P: planes per sub-block
   constexpr int block_bytes = K == kQ6_K ? kQ6KPackBlockBytes : kpack_at(K).bytes;
   const int64_t nb = j.k / 256;
   const uint8_t* xq0 = reinterpret_cast<const uint8_t*>(j.act.qs + r0 * j.k);
@@ -388,7 +385,7 @@ void cols_kq_packed(const Job& j, int64_t n0, int64_t n1) {
     constexpr int block_bytes = K == kQ6_K ? kQ6KPackBlockBytes : kpack_at(K).bytes;
     const int64_t nb = j.k / 256;
     if (j.t >= kq_unpack_min_rows<K>()) {
-      constexpr int G = kq_sub_blocks<K>();
+      constexpr int G = kpack_sub_blocks(K);
       uint8_t* planes = thread_scratch<kScratchUnpacked>(size_t(nb) * (4096 + 64 * G));
       __m512i* scales = reinterpret_cast<__m512i*>(planes + size_t(nb) * 4096);
       for (int64_t n = n0; n < full; n += 16) {

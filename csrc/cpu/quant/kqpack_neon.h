@@ -9,29 +9,6 @@
 // Q5_K) or the + 32's (Q6_K) term meets the activation sum pairs of kq_sum_pairs.
 // (No include guard: included once per ISA namespace.)
 
-template <WKind K>
-constexpr int kqn_sub_blocks() { return K == kQ6_K ? 16 : 8; }
-
-// Where sub-block g of a pack block is (as kq2_sub on AVX2). Q4_K / Q5_K: g = 2c + high, plane r (of 8)
-// at 512c + 64r, elements 64c + 32 high + 4r, Q5_K's fifth bit bit g of the qh line at qh + 64r. Q6_K:
-// g = 8h + 2e + rr + 4 high, plane r (of 4) at 1024h + 512e + 256rr + 64r, elements 128h + 32e + 16rr +
-// 4r + 64 high, its qh line at 2048 + 512h + 256rr + 64r, bits 2e + 4 high and the next.
-struct KqnSub {
-  int line, act, qh, bit;
-  bool high;
-};
-template <WKind K>
-constexpr KqnSub kqn_sub(int g) {
-  if constexpr (K == kQ6_K) {
-    const int h6 = g / 8, e = (g / 2) % 2, rr = g % 2;
-    const bool high = (g / 4) % 2;
-    return {1024 * h6 + 512 * e + 256 * rr, 128 * h6 + 32 * e + 16 * rr + (high ? 64 : 0), 2048 + 512 * h6 + 256 * rr,
-            2 * e + (high ? 4 : 0), high};
-  } else {
-    return {512 * (g / 2), 64 * (g / 2) + 32 * (g % 2), K == kQ5_K ? kpack_at(K).qh : 0, g, g % 2 == 1};
-  }
-}
-
 // The 16 quants of quarter line `line` (and its qh line): the low or the high nibbles, plus Q5_K's fifth
 // bit (bit `bit` of the qh byte) or Q6_K's two high bits (bits bit, bit + 1).
 template <WKind K>
@@ -79,7 +56,7 @@ static inline int32x4_t kqn_sum_term(const uint8_t* s, int q, const int32_t* pr)
 template <WKind K, int RT, int Q>
 static void kqn_rows(const Job& j, const int32_t* pairs, int64_t n, int q0, int64_t r0) {
   constexpr bool q6 = K == kQ6_K;
-  constexpr int block_bytes = q6 ? kQ6KPackBlockBytes : kpack_at(K).bytes, G = kqn_sub_blocks<K>(), P = 64 / G;
+  constexpr int block_bytes = q6 ? kQ6KPackBlockBytes : kpack_at(K).bytes, G = kpack_sub_blocks(K), P = 64 / G;
   constexpr int pair_n = q6 ? 8 : 4;
   const int64_t nb = j.k / 256;
   const uint8_t* src = j.wpack + size_t(n / 16) * size_t(nb) * block_bytes;
@@ -96,7 +73,7 @@ static void kqn_rows(const Job& j, const int32_t* pairs, int64_t n, int q0, int6
     for (int t = 0; t < RT; ++t)
       for (int q = 0; q < Q; ++q) i1[t][q] = vdupq_n_s32(0);
     for (int g = 0; g < G; ++g) {
-      const KqnSub sub = kqn_sub<K>(g);
+      const KPackSub sub = kpack_sub(K, g);
       int32x4_t d[RT][Q];
       for (int t = 0; t < RT; ++t)
         for (int q = 0; q < Q; ++q) d[t][q] = vdupq_n_s32(0);

@@ -69,6 +69,28 @@ constexpr KPackAt kpack_at(WKind k) {
 }
 inline bool kpackable(WKind k) { return k == kQ4_K || k == kQ5_K || k == kQ6_K; }
 
+// Sub-blocks of a K-quant pack block (Q6_K: 16 of 16 elements, else 8 of 32), 64 / that many planes each.
+constexpr int kpack_sub_blocks(WKind k) { return k == kQ6_K ? 16 : 8; }
+
+// Where sub-block g of a K-quant pack block is, for kernels that take it a sub-block at a time. Q4_K /
+// Q5_K: g = 2c + high, plane r (of 8) at 512c + 64r, elements 64c + 32 high + 4r; Q5_K's fifth bit is bit
+// g of the qh line at qh + 64r. Q6_K: g = 8h + 2e + rr + 4 high, plane r (of 4) at 1024h + 512e + 256rr
+// + 64r, elements 128h + 32e + 16rr + 4r + 64 high, its qh line at 2048 + 512h + 256rr + 64r, bits 2e + 4
+// high and the next one.
+struct KPackSub {
+  int line, act, qh, bit;
+  bool high;
+};
+constexpr KPackSub kpack_sub(WKind k, int g) {
+  if (k == kQ6_K) {
+    const int h6 = g / 8, e = (g / 2) % 2, rr = g % 2;
+    const bool high = (g / 4) % 2;
+    return {1024 * h6 + 512 * e + 256 * rr, 128 * h6 + 32 * e + 16 * rr + (high ? 64 : 0), 2048 + 512 * h6 + 256 * rr,
+            2 * e + (high ? 4 : 0), high};
+  }
+  return {512 * (g / 2), 64 * (g / 2) + 32 * (g % 2), k == kQ5_K ? kpack_at(k).qh : 0, g, g % 2 == 1};
+}
+
 inline bool q4_packable(WKind k) { return k == kQ4_0 || k == kQ4_1; }
 inline bool q5_packable(WKind k) { return k == kQ5_0 || k == kQ5_1; }
 
