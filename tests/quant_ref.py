@@ -64,6 +64,25 @@ def max_weights(wtype: str, n: int, k: int) -> np.ndarray:
     return blocks.reshape(n, -1)
 
 
+def k_extreme_weights(wtype: str, n: int, k: int) -> np.ndarray:
+    """max_weights for a K-quant, and Q6_K's int8 scales at -128 in every other block: the signed
+    scale at its most negative as well. uint8[n, row_bytes]."""
+    w = max_weights(wtype, n, k).reshape(-1, BLOCK[wtype][1])
+    if wtype == "Q6_K":
+        w[::2, 192:208] = 0x80
+    return w.reshape(n, -1)
+
+
+def extreme_activations(rows: int, k: int, mixed_from: int) -> np.ndarray:
+    """float32[rows, k] activations that quantize to +-127: all +3, row 1 all -3, row 2 alternating, and
+    from row `mixed_from` on every third element -3 (the int16 pair sums of SIMD dots at their bound)."""
+    x = np.full((rows, k), 3.0, np.float32)
+    x[1] = -3.0
+    x[2, ::2] = -3.0
+    x[mixed_from:] = np.where(np.arange(k) % 3 == 0, -3.0, 3.0)
+    return x
+
+
 def dequantize(raw: np.ndarray, wtype: str, k: int) -> np.ndarray:
     """uint8[n, row_bytes] -> float32[n, k] (eyas.loaders.dtypes.dequantize: gguf's numpy dequantizers)."""
     raw = np.ascontiguousarray(raw).reshape(-1, row_bytes(wtype, k))

@@ -47,15 +47,10 @@ def test_k_quant_extreme_bytes_exact(wtype):
     # Every quant and scale byte at its largest (and Q6_K scales at -128): the pair sums of
     # quant x activation reach 2 * 63 * 127, still exact in int16.
     n, k = 5, 512
-    w = qr.max_weights(wtype, n, k).reshape(-1, qr.BLOCK[wtype][1])
-    if wtype == "Q6_K":
-        w[::2, 192:208] = 0x80
-    x = np.full((26, k), 3.0, np.float32)  # 26 rows: the unpacked-group passes of many rows too
-    x[1] = -3.0
-    x[2, ::2] = -3.0
+    w = qr.k_extreme_weights(wtype, n, k)
+    x = qr.extreme_activations(26, k, mixed_from=9)  # 26 rows: the unpacked-group passes of many rows too
     x[3] = np.linspace(-1, 1, k, dtype=np.float32)
-    x[9:] = np.where(np.arange(k) % 3 == 0, -3.0, 3.0)
-    _check(wtype, w.reshape(n, -1), x, n, k)
+    _check(wtype, w, x, n, k)
 
 
 PACK_ISAS = [i for i in ("avx2", "avx512", "amx") if i in _core.ops.available_isas()]
@@ -90,14 +85,8 @@ def test_k_pack_extreme_bytes_exact(wtype):
     # The repack kernels with every quant and scale at its largest (Q6_K scales at -128 on every other
     # row): their int16 pair sums (AVX2: summed over 8 / 4 / 2 planes before widening) at the bound.
     n, k = 35, 512  # two packed 16-column groups and 3 columns on the GGUF path
-    w = qr.max_weights(wtype, n, k).reshape(-1, qr.BLOCK[wtype][1])
-    if wtype == "Q6_K":
-        w[::2, 192:208] = 0x80
-    w = w.reshape(n, -1)
-    x = np.full((26, k), 3.0, np.float32)
-    x[1] = -3.0
-    x[2, ::2] = -3.0
-    x[9:] = np.where(np.arange(k) % 3 == 0, -3.0, 3.0)
+    w = qr.k_extreme_weights(wtype, n, k)
+    x = qr.extreme_activations(26, k, mixed_from=9)
     _core.ops.set_isa("scalar")
     want = _core.ops.matmul(x, w, wtype, (n, k))
     for isa in PACK_ISAS:

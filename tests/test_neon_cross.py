@@ -82,14 +82,8 @@ def test_neon_k_pack_extreme_bytes_exact(driver, tmp_path, wtype):
     # The SDOT kernels over the K repack (kqpack_neon.h) with every quant and scale at its largest
     # (Q6_K scales at -128 on every other row): two packed 16-column groups and 3 GGUF-row columns.
     n, k = 35, 512
-    w = qr.max_weights(wtype, n, k).reshape(-1, qr.BLOCK[wtype][1])
-    if wtype == "Q6_K":
-        w[::2, 192:208] = 0x80
-    w = w.reshape(n, -1)
-    x = np.full((9, k), 3.0, np.float32)
-    x[1] = -3.0
-    x[2, ::2] = -3.0
-    x[5:] = np.where(np.arange(k) % 3 == 0, -3.0, 3.0)
+    w = qr.k_extreme_weights(wtype, n, k)
+    x = qr.extreme_activations(9, k, mixed_from=5)
     for t in (1, 2, 5, 9):
         neon = _run(driver, tmp_path, "neon", wtype, w, x[:t], n, k)
         assert np.array_equal(neon, _core.ops.matmul(x[:t], w, wtype, (n, k))), f"{wtype} T={t}"
