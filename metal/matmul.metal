@@ -2,7 +2,7 @@
 // arithmetic (csrc/cpu/quant/dot_generic.h):
 //   quantized: x is first quantized to Q8 per block (quantize_q8_32 / quantize_q8_256), each
 //     block's dot is an exact integer, and the block terms p_b are added in block order;
-//   float: 16 lanes, lane[k % 16] += x[k] * w[k] in k order, folded 8, 4, 2, 1.
+//   float: 16 lanes, lane[k % 16] = fma(x[k], w[k], lane[k % 16]) in k order, folded 8, 4, 2, 1.
 // Two variants per type share that per-element arithmetic, so a row's bits never depend on T:
 //   *_vec (T small): one simdgroup per output column; lanes compute block terms in parallel,
 //     lane 0 adds them in block order (float: two columns per simdgroup, 16 lanes each).
@@ -142,7 +142,7 @@ kernel void matmul_f_vec(constant MatmulArgs& a [[buffer(0)]],
   if (live) {
     const device float* xr = x + ulong(t) * a.k;
     const ulong wr = ulong(n) * a.k;
-    for (int i = int(l); i < a.k; i += 16) acc = acc + xr[i] * wload(w, wr + i);
+    for (int i = int(l); i < a.k; i += 16) acc = fma(xr[i], wload(w, wr + i), acc);
   }
   acc = fold16_simd(acc);
   if (l == 0 && live) y[ulong(t) * a.n + n] = acc;
@@ -160,7 +160,7 @@ kernel void matmul_f_mat(constant MatmulArgs& a [[buffer(0)]],
   const ulong wr = ulong(n) * a.k;
   float lanes[16];
   for (int l = 0; l < 16; ++l) lanes[l] = 0.0f;
-  for (int i = 0; i < a.k; ++i) lanes[i & 15] = lanes[i & 15] + xr[i] * wload(w, wr + i);
+  for (int i = 0; i < a.k; ++i) lanes[i & 15] = fma(xr[i], wload(w, wr + i), lanes[i & 15]);
   for (int s = 8; s >= 1; s /= 2)
     for (int l = 0; l < s; ++l) lanes[l] = lanes[l] + lanes[l + s];
   y[ulong(t) * a.n + n] = lanes[0];

@@ -9,7 +9,7 @@
 //   p_b = float(I_b) * (dw_b * dx_b) + mw_b * (dx_b * float(sx_b))      Q4_1, Q5_1
 //   p_b = float(I1_b) * (d_b * dx_b) - float(I2_b) * (dmin_b * dx_b)    Q4_K, Q5_K (I2 = mins . sums)
 //   p_b = float(I_b) * (d_b * dx_b)                              Q6_K
-// Float weights: 16 lanes, lane[k % 16] += x[k] * w[k], folded 8, 4, 2, 1.
+// Float weights: 16 lanes, lane[k % 16] = fma(x[k], w[k], lane[k % 16]), folded 8, 4, 2, 1.
 // Any faster path must produce exactly these bits. The including TU defines H2F (f16 -> f32, exact).
 // (No include guard: included once per ISA namespace.)
 
@@ -270,14 +270,16 @@ void cols_kquant(const Job& j, int64_t n0, int64_t n1) {
 
 // ---- float weights: 16 fixed lanes ---------------------------------------------------------
 
+// Fused multiply-adds, so a SIMD tile does one instruction per 16 products (fmaf is exact
+// everywhere; the scalar table calls libm's).
 template <typename Load>
 inline float dot_lanes16(const float* x, int64_t k, Load wv) {
   float lanes[16];
   for (int l = 0; l < 16; ++l) lanes[l] = 0.0f;
   int64_t i = 0;
   for (; i + 16 <= k; i += 16)
-    for (int l = 0; l < 16; ++l) lanes[l] = lanes[l] + x[i + l] * wv(i + l);
-  for (; i < k; ++i) lanes[i & 15] = lanes[i & 15] + x[i] * wv(i);
+    for (int l = 0; l < 16; ++l) lanes[l] = __builtin_fmaf(x[i + l], wv(i + l), lanes[l]);
+  for (; i < k; ++i) lanes[i & 15] = __builtin_fmaf(x[i], wv(i), lanes[i & 15]);
   for (int s = 8; s >= 1; s /= 2)
     for (int l = 0; l < s; ++l) lanes[l] = lanes[l] + lanes[l + s];
   return lanes[0];

@@ -6,6 +6,7 @@
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "cpu/quant/kquant_sums.h"
@@ -19,6 +20,7 @@ namespace eyas::cpu::quant {
 namespace avx2_impl {
 static inline float H2F(uint16_t h) { return _cvtsh_ss(h); }  // F16C: exact, as h2f
 #include "cpu/quant/dot_generic.h"
+#include "cpu/quant/float_tiles_avx2.h"
 #include "cpu/quant/kquant_avx2.h"
 #include "cpu/quant/q4rows.h"
 #include "cpu/quant/q4pack_avx2.h"
@@ -36,6 +38,9 @@ const Table* table_avx2() {
     fill_generic(t);
     t.quant32 = &quant_rows32_avx2;
     t.quant256 = &quant_rows256_avx2;
+    t.cols[kF32] = &cols_float_tiles_avx2<kF32>;
+    t.cols[kF16] = &cols_float_tiles_avx2<kF16>;
+    t.cols[kBF16] = &cols_float_tiles_avx2<kBF16>;
     t.cols[kQ8_0] = &cols_avx2_packed<kQ8_0, &cols_generic<dot_q8_0, 32>>;
     t.cols[kQ4_0] = &cols_avx2_packed<kQ4_0, &cols_generic<dot_q4_0, 32>>;
     t.cols[kQ4_1] = &cols_avx2_packed<kQ4_1, &cols_generic<dot_q4_1, 32>>;

@@ -24,6 +24,7 @@ static inline float H2F(uint16_t h) { return _cvtsh_ss(h); }  // F16C: exact, as
 #include "cpu/quant/kdots_avx512.h"
 #include "cpu/quant/dot_generic.h"
 #include "cpu/quant/simd_avx512.h"
+#include "cpu/quant/float_tiles_avx512.h"
 #include "cpu/quant/q4rows.h"
 #include "cpu/quant/q4pack_avx512.h"
 #include "cpu/quant/kquant_avx512.h"
@@ -41,9 +42,9 @@ const Table* table_avx512() {
     fill_generic(t);
     t.quant32 = &quant_rows32_v;
     t.quant256 = &quant_rows256_v;
-    t.cols[kF32] = &cols_generic<dot_float_v<kF32>, 1>;
-    t.cols[kF16] = &cols_generic<dot_float_v<kF16>, 1>;
-    t.cols[kBF16] = &cols_generic<dot_float_v<kBF16>, 1>;
+    t.cols[kF32] = &cols_float_tiles<kF32>;
+    t.cols[kF16] = &cols_float_tiles<kF16>;
+    t.cols[kBF16] = &cols_float_tiles<kBF16>;
     t.cols[kQ8_0] = &cols_vnni_packed<kQ8_0, &cols_q8_0>;
     // VNNI over the pack at every T: the GGUF rows' dots need horizontal sums (~6x the ops at T = 32).
     t.q8pack_max_rows = INT64_MAX;

@@ -277,21 +277,6 @@ static inline __m512 load_w16(const uint8_t* w, int64_t i, __mmask16 m) {
   return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));  // BF16
 }
 
-template <WKind K>
-static inline float dot_float_v(const uint8_t* w, const XRow& x, int64_t k) {
-  __m512 acc = _mm512_setzero_ps();
-  int64_t i = 0;
-  for (; i + 16 <= k; i += 16)
-    acc = _mm512_add_ps(acc, _mm512_mul_ps(_mm512_loadu_ps(x.x + i), load_w16<K>(w, i, 0xffff)));
-  if (i < k) {  // untouched lanes keep their bits, as in the scalar tail
-    const __mmask16 m = __mmask16((1u << (k - i)) - 1);
-    acc = _mm512_mask_add_ps(acc, m, acc, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, x.x + i), load_w16<K>(w, i, m)));
-  }
-  __m256 a8 = _mm256_add_ps(_mm512_castps512_ps256(acc), _mm512_extractf32x8_ps(acc, 1));
-  __m128 a4 = _mm_add_ps(_mm256_castps256_ps128(a8), _mm256_extractf128_ps(a8, 1));
-  __m128 a2 = _mm_add_ps(a4, _mm_movehl_ps(a4, a4));
-  return _mm_cvtss_f32(_mm_add_ss(a2, _mm_shuffle_ps(a2, a2, 1)));
-}
 
 // ---- activation quantization: the operations of quant_rows32/256, 16 lanes at a time -------
 
