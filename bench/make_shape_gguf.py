@@ -72,7 +72,7 @@ SHAPES = {
 }
 
 # File types: the type most tensors get; llama.cpp's ftype ids (general.file_type).
-FILE_TYPES = {"F16": (QT.F16, 1), "Q8_0": (QT.Q8_0, 7), "Q4_0": (QT.Q4_0, 2), "Q4_1": (QT.Q4_1, 3), "Q4_K_M": (QT.Q4_K, 15),
+FILE_TYPES = {"F16": (QT.F16, 1), "BF16": (QT.BF16, 32), "Q8_0": (QT.Q8_0, 7), "Q4_0": (QT.Q4_0, 2), "Q4_1": (QT.Q4_1, 3), "Q4_K_M": (QT.Q4_K, 15),
               "Q5_K_M": (QT.Q5_K, 17), "Q6_K": (QT.Q6_K, 18)}
 # A 256-block type on a row that is not a multiple of 256 falls back to a 32-block type (llama.cpp).
 K_FALLBACK = {QT.Q4_K: QT.Q5_0, QT.Q5_K: QT.Q5_1, QT.Q6_K: QT.Q8_0}
@@ -86,8 +86,8 @@ def use_more_bits(i: int, n: int) -> bool:
 def tensor_type(ftype: str, name: str, ncols: int, layer: int, n_layers: int, tied: bool) -> QT:
     """The type llama-quantize gives tensor `name` (rows of `ncols` elements) in a file of `ftype`."""
     base = FILE_TYPES[ftype][0]
-    if base == QT.F16:
-        return QT.F16
+    if base in (QT.F16, QT.BF16):
+        return base
     t = base
     if name == "output.weight" or (tied and name == "token_embd.weight"):
         t = QT.Q8_0 if ncols % GGML_QUANT_SIZES[base][0] else (QT.Q6_K if base != QT.Q8_0 else base)
@@ -160,6 +160,10 @@ def random_data(rng: np.random.Generator, t: QT, shape: tuple[int, ...], name: s
     if t == QT.F16:  # |w| in [2^-8, 2^-6): random mantissa and sign, exponent 7 or 8
         bits = rng.integers(0, 1 << 16, size=shape, dtype=np.uint16)
         return ((bits & 0x83FF) | np.where(bits & 0x0400, 0x1C00, 0x2000).astype(np.uint16)).view(np.float16)
+    if t == QT.BF16:  # the same magnitudes: exponent field 119 or 120, random mantissa and sign
+        bits = rng.integers(0, 1 << 16, size=shape, dtype=np.uint16)
+        bits = (bits & 0x807F) | np.where(bits & 0x0080, 119 << 7, 120 << 7).astype(np.uint16)
+        return bits.view(np.uint8).reshape(rows, cols * 2)
     elems, nbytes = GGML_QUANT_SIZES[t]
     blocks = rng.integers(0, 256, size=(rows * cols // elems, nbytes), dtype=np.uint8)
     scale = np.frombuffer(np.float16(BLOCK_SCALE[t]).tobytes(), np.uint8)
