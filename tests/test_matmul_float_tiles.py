@@ -10,9 +10,10 @@ from eyas import _core
 from tests import quant_ref as qr
 
 ROWS = (1, 2, 3, 4, 5, 7, 8, 31, 32, 33, 70)
-# 1000: a 7-column panel converts (6 x 1000 floats fit the 32 KB bound) and 64-row activation blocks
-# split 70 rows; 2000 does not convert; 15 / 33 end in a tail shorter than one 16-lane chunk.
-KS = (15, 33, 576, 1000, 2000)
+# 1000: a 6-column panel converts (6 x 1000 floats fit the 32 KB bound) and 64-row activation blocks
+# split 70 rows; 2000 does not convert; 3000 splits the AVX2 tiles' 256 KB column blocks (20 F32
+# columns); 15 / 33 end in a tail shorter than one 16-lane chunk.
+KS = (15, 33, 576, 1000, 2000, 3000)
 N = 23  # not a multiple of any tile's column count (8 for one row, 6 or 2 for more)
 
 
