@@ -39,3 +39,17 @@ def test_the_engine_probe_refuses_bad_arguments_clearly():
         _core.read_bandwidth(buf, 4, 0)
     with pytest.raises(TypeError):
         _core.read_bandwidth(np.arange(16, dtype=np.float32))
+
+
+def test_verify_curve_times_every_size_and_leaves_the_model_empty():
+    cl = load_script()
+    m = eyas.load(drafter="none", max_context=256).transformer
+    step, verify = cl.eyas_verify_curve(m, [1, 4, 9], 32, 1, np.random.default_rng(0))
+    assert step > 0 and sorted(verify) == [1, 4, 9] and all(t > 0 for t in verify.values())
+    assert m.length == 0
+
+
+def test_verify_bound_is_the_larger_of_a_step_and_the_prefill_rows():
+    cl = load_script()
+    assert cl.verify_bound(0.01, 0.001, 4) == pytest.approx(0.0115)  # a step dominates small trees
+    assert cl.verify_bound(0.01, 0.001, 32) == pytest.approx(1.15 * 0.032)  # the rows' compute large ones
