@@ -2,10 +2,8 @@
 // an output as two ymm halves (lanes 0-7 and 8-15), one FMA per half and 16-element chunk of k, k
 // ascending, the tail by lane, then the 8/4/2/1 fold; so the bits equal every other table's at any
 // tile shape. R rows x C columns a pass (16 ymm registers: 2 x 2 outputs, or 1 x 4 for decode).
-// (No include guard: included once per ISA namespace.)
-
-template <WKind K>
-constexpr int kFloatBytes2 = K == kF32 ? 4 : 2;
+// Included after cpu/softmax_exp.h (fold16_avx2, dot_lanes16's fold). (No include guard: included once
+// per ISA namespace.)
 
 // Weight elements [i, i + 8) as floats (exact).
 template <WKind K>
@@ -23,14 +21,6 @@ static inline float load_w1(const uint8_t* w, int64_t i) {
   const uint16_t h = reinterpret_cast<const uint16_t*>(w)[i];
   if constexpr (K == kF16) return H2F(h);
   return bf2f(h);
-}
-
-// dot_lanes16's fold of the lanes lo (0-7) and hi (8-15).
-static inline float fold16_avx2(__m256 lo, __m256 hi) {
-  const __m256 a8 = _mm256_add_ps(lo, hi);
-  const __m128 a4 = _mm_add_ps(_mm256_castps256_ps128(a8), _mm256_extractf128_ps(a8, 1));
-  const __m128 a2 = _mm_add_ps(a4, _mm_movehl_ps(a4, a4));
-  return _mm_cvtss_f32(_mm_add_ss(a2, _mm_shuffle_ps(a2, a2, 1)));
 }
 
 // y[t0 .. t0 + R, n .. n + C) of job j. The next C weight rows are requested into L2 a line per row
@@ -51,9 +41,9 @@ static void float_tile2(const Job& j, int64_t n, int64_t t0) {
     for (int c = 0; c < C; ++c) lo[r][c] = hi[r][c] = _mm256_setzero_ps();
   int64_t i = 0;
   for (; i + 16 <= k; i += 16) {
-    if ((i * kFloatBytes2<K>) % 64 == 0)
+    if ((i * kFloatElemBytes[K]) % 64 == 0)
 #pragma GCC unroll 8
-      for (int c = 0; c < C; ++c) _mm_prefetch(reinterpret_cast<const char*>(w[c] + C * j.wrow + i * kFloatBytes2<K>), _MM_HINT_T1);
+      for (int c = 0; c < C; ++c) _mm_prefetch(reinterpret_cast<const char*>(w[c] + C * j.wrow + i * kFloatElemBytes[K]), _MM_HINT_T1);
 #pragma GCC unroll 8
     for (int c = 0; c < C; ++c) {
       const __m256 w0 = load_w8<K>(w[c], i), w1 = load_w8<K>(w[c], i + 8);

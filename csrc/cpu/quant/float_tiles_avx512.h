@@ -3,18 +3,8 @@
 // of k, k ascending, the tail masked) and folds them 8/4/2/1 at the end, so the bits are the same
 // for every R, C, T and thread count; the tile only lets each converted weight vector serve R rows
 // and each activation vector C columns (the per-dot loop converted a weight row once per row).
-// Included after simd_avx512.h (load_w16). (No include guard: included once per ISA namespace.)
-
-// The 16 lanes of acc folded as dot_lanes16 folds them: l += l + 8, then + 4, + 2, + 1.
-static inline float fold16_v(__m512 acc) {
-  const __m256 a8 = _mm256_add_ps(_mm512_castps512_ps256(acc), _mm512_extractf32x8_ps(acc, 1));
-  const __m128 a4 = _mm_add_ps(_mm256_castps256_ps128(a8), _mm256_extractf128_ps(a8, 1));
-  const __m128 a2 = _mm_add_ps(a4, _mm_movehl_ps(a4, a4));
-  return _mm_cvtss_f32(_mm_add_ss(a2, _mm_shuffle_ps(a2, a2, 1)));
-}
-
-template <WKind K>
-constexpr int kFloatBytes = K == kF32 ? 4 : 2;
+// Included after simd_avx512.h (load_w16) and cpu/softmax_exp.h (fold16_avx512, dot_lanes16's fold).
+// (No include guard: included once per ISA namespace.)
 
 // y[t0 .. t0 + R, n .. n + C) of job j, the C weight rows at w (rows `wrow` bytes apart). Stream:
 // they come from the model's weights (not a converted panel), so the next C rows are requested early.
@@ -35,9 +25,9 @@ static void float_tile(const Job& j, const uint8_t* w0, size_t wrow, int64_t n, 
   int64_t i = 0;
   for (; i + 16 <= k; i += 16) {
     if constexpr (Stream)  // the next pass's rows (the following C rows) into L2, a line per row
-      if ((i * kFloatBytes<K>) % 64 == 0)
+      if ((i * kFloatElemBytes[K]) % 64 == 0)
 #pragma GCC unroll 16
-        for (int c = 0; c < C; ++c) _mm_prefetch(reinterpret_cast<const char*>(w[c] + C * wrow + i * kFloatBytes<K>), _MM_HINT_T1);
+        for (int c = 0; c < C; ++c) _mm_prefetch(reinterpret_cast<const char*>(w[c] + C * wrow + i * kFloatElemBytes[K]), _MM_HINT_T1);
     __m512 xv[R];
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) xv[r] = _mm512_loadu_ps(x[r] + i);
@@ -60,7 +50,7 @@ static void float_tile(const Job& j, const uint8_t* w0, size_t wrow, int64_t n, 
 #pragma GCC unroll 16
   for (int r = 0; r < R; ++r)
 #pragma GCC unroll 16
-    for (int c = 0; c < C; ++c) j.y[(t0 + r) * j.n + n + c] = fold16_v(acc[r][c]);
+    for (int c = 0; c < C; ++c) j.y[(t0 + r) * j.n + n + c] = fold16_avx512(acc[r][c]);
 }
 
 // Rows [t0, t0 + R) against the columns [n, n + cols) whose weight rows start at w.

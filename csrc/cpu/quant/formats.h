@@ -20,6 +20,8 @@ constexpr int kQ5_1Bytes = block_bytes_of(DType::Q5_1);  // f16 d, f16 m, u8 qh[
 constexpr int kQ4_KBytes = block_bytes_of(DType::Q4_K);  // f16 d, f16 dmin, u8 scales[12], u8 qs[128]
 constexpr int kQ5_KBytes = block_bytes_of(DType::Q5_K);  // f16 d, f16 dmin, u8 scales[12], u8 qh[32], u8 qs[128]
 constexpr int kQ6_KBytes = block_bytes_of(DType::Q6_K);  // u8 ql[128], u8 qh[64], int8 scales[16], f16 d
+// Bytes per element of the float kinds (F32, F16, BF16).
+constexpr int kFloatElemBytes[3] = {block_bytes_of(DType::F32), block_bytes_of(DType::F16), block_bytes_of(DType::BF16)};
 
 inline uint16_t rd16(const uint8_t* p) {
   uint16_t v;

@@ -12,6 +12,7 @@
 #include "cpu/quant/kquant_sums.h"
 #include "cpu/quant/q4pack.h"
 #include "cpu/quant/scratch.h"
+#include "cpu/softmax_exp.h"
 
 #pragma GCC push_options
 // GCC 12 flags the intrinsics' own `__Y = __Y` placeholders under a target pragma.
