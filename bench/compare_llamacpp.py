@@ -49,7 +49,7 @@ from eyas.models.default import default_model_path  # noqa: E402
 from eyas.sampling import SamplingParams  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_generate import random_tree  # noqa: E402
+from bench_generate import verify_times  # noqa: E402
 
 
 def llama_prefill_rates(binary: str, model: str, threads: int, repeats: int, prompts: list[int]) -> dict[int, float]:
@@ -118,9 +118,14 @@ def eyas_tg(m, tokens: int, repeats: int) -> float:
     return statistics.median(rates[1:])
 
 
+def prompt_ids(n: int) -> np.ndarray:
+    """n prompt token ids (int32), the same for every test and model."""
+    return (np.arange(n) % 1000 + 100).astype(np.int32)
+
+
 def eyas_pp(m, prompt: int, repeats: int) -> float:
     """Median over repeats of prefill tok/s: `prompt` tokens in one forward (last row's logits)."""
-    ids = (np.arange(prompt) % 1000 + 100).astype(np.int32)
+    ids = prompt_ids(prompt)
     rates = []
     for _ in range(repeats + 1):  # the first run warms up
         m.reset()
@@ -134,7 +139,7 @@ def eyas_verify_curve(m, sizes: list[int], context: int, repeats: int, rng) -> t
     """(median decode step, {M: median forward of a random M-node tree}) in seconds, after a prompt of
     `context` tokens: the steps are greedy and committed (then cut back), the trees never committed."""
     m.reset()
-    m.prefill((np.arange(context) % 1000 + 100).astype(np.int32))
+    m.prefill(prompt_ids(context))
     token, steps = np.array([100], np.int32), []
     for _ in range(8 * repeats + 2):  # the first two warm up
         t0 = time.perf_counter()
@@ -142,16 +147,7 @@ def eyas_verify_curve(m, sizes: list[int], context: int, repeats: int, rng) -> t
         m.commit(np.zeros(1, np.int32))
         steps.append(time.perf_counter() - t0)
     m.truncate(context)
-    verify = {}
-    for n in sizes:
-        depths, mask = random_tree(rng, n)
-        toks = rng.integers(0, m.vocab_size, n).astype(np.int32)
-        times = []
-        for _ in range(repeats + 1):  # the first warms up (a weight's first batched call may repack it)
-            t0 = time.perf_counter()
-            m.forward(toks, mask=mask, depths=depths, logits="all")
-            times.append(time.perf_counter() - t0)
-        verify[n] = statistics.median(times[1:])
+    verify = verify_times(m, sizes, rng, repeats)
     m.reset()
     return statistics.median(steps[2:]), verify
 
