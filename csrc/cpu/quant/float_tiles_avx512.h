@@ -69,6 +69,33 @@ constexpr int64_t kFloatBlockBytes = int64_t(256) << 10;
 // 256-262 us without; at T = 128 2,750-2,840 against 3,220-3,280; K = 2560 even at T = 128).
 constexpr int64_t kFloatConvertRows = 32, kFloatPanelBytes = int64_t(32) << 10;
 
+// Rows [t0, t1) in row tiles of R (the last one shorter), each over the columns [n, n + cols).
+template <WKind K, int R, int C, bool Stream>
+static void float_row_tiles(const Job& j, const uint8_t* w, size_t wrow, int64_t n, int64_t cols, int64_t t0,
+                            int64_t t1) {
+  int64_t t = t0;
+  for (; t + R <= t1; t += R) float_rows<K, R, C, Stream>(j, w, wrow, n, cols, t);
+  switch (t1 - t) {
+    case 3: float_rows<K, 3, C, Stream>(j, w, wrow, n, cols, t); break;
+    case 2: float_rows<K, 2, C, Stream>(j, w, wrow, n, cols, t); break;
+    case 1: float_rows<K, 1, C, Stream>(j, w, wrow, n, cols, t); break;
+    default: break;
+  }
+}
+
+// `cols` weight rows from src (K's elements, `wrow` bytes apart) as floats at dst, k apart; exact.
+template <WKind K>
+static void float_panel(const uint8_t* src, size_t wrow, int64_t cols, int64_t k, float* dst) {
+  for (int64_t c = 0; c < cols; ++c, src += wrow, dst += k) {
+    int64_t i = 0;
+    for (; i + 16 <= k; i += 16) _mm512_storeu_ps(dst + i, load_w16<K>(src, i, 0xffff));
+    if (i < k) {
+      const __mmask16 m = __mmask16((1u << (k - i)) - 1);
+      _mm512_mask_storeu_ps(dst + i, m, load_w16<K>(src, i, m));
+    }
+  }
+}
+
 template <WKind K>
 void cols_float_tiles(const Job& j, int64_t n0, int64_t n1) {
   constexpr int kRows = 4, kCols = 6;  // 24 accumulators + 4 activation vectors + 1 weight vector
@@ -85,33 +112,13 @@ void cols_float_tiles(const Job& j, int64_t n0, int64_t n1) {
     const int64_t b1 = std::min(j.t, b0 + block);
     for (int64_t n = n0; n < n1; n += kCols) {
       const int64_t cols = std::min<int64_t>(n1 - n, kCols);
-      auto rows = [&](auto kind, auto stream, const uint8_t* w, size_t wrow) {
-        constexpr WKind KP = decltype(kind)::value;
-        constexpr bool S = decltype(stream)::value;
-        int64_t t = b0;
-        for (; t + kRows <= b1; t += kRows) float_rows<KP, kRows, kCols, S>(j, w, wrow, n, cols, t);
-        switch (b1 - t) {
-          case 3: float_rows<KP, 3, kCols, S>(j, w, wrow, n, cols, t); break;
-          case 2: float_rows<KP, 2, kCols, S>(j, w, wrow, n, cols, t); break;
-          case 1: float_rows<KP, 1, kCols, S>(j, w, wrow, n, cols, t); break;
-          default: break;
-        }
-      };
+      const uint8_t* w = j.w + n * j.wrow;
       if (convert) {
-        for (int64_t c = 0; c < cols; ++c) {
-          const uint8_t* src = j.w + (n + c) * j.wrow;
-          float* dst = panel + c * j.k;
-          int64_t i = 0;
-          for (; i + 16 <= j.k; i += 16) _mm512_storeu_ps(dst + i, load_w16<K>(src, i, 0xffff));
-          if (i < j.k) {
-            const __mmask16 m = __mmask16((1u << (j.k - i)) - 1);
-            _mm512_mask_storeu_ps(dst + i, m, load_w16<K>(src, i, m));
-          }
-        }
-        rows(std::integral_constant<WKind, kF32>{}, std::false_type{}, reinterpret_cast<const uint8_t*>(panel),
-             size_t(j.k) * 4);
+        float_panel<K>(w, j.wrow, cols, j.k, panel);
+        float_row_tiles<kF32, kRows, kCols, false>(j, reinterpret_cast<const uint8_t*>(panel), size_t(j.k) * 4, n, cols,
+                                                   b0, b1);
       } else {
-        rows(std::integral_constant<WKind, K>{}, std::true_type{}, j.w + n * j.wrow, j.wrow);
+        float_row_tiles<K, kRows, kCols, true>(j, w, j.wrow, n, cols, b0, b1);
       }
     }
   }
