@@ -108,7 +108,7 @@ static void kq2_rows(const Job& j, const int32_t* pairs, int64_t n) {
   constexpr int block_bytes = q6 ? kQ6KPackBlockBytes : kpack_at(K).bytes;
   constexpr int planes = 64 / kpack_sub_blocks(K);  // planes of one sub-block
   constexpr int widen = kq2_widen<K>();
-  constexpr int pair_n = q6 ? 8 : 4;
+  constexpr int pair_n = kq_pairs_per_block(K);
   const int64_t nb = j.k / 256;
   const uint8_t* src = j.wpack + size_t(n / 16) * size_t(nb) * block_bytes;
   const int8_t* xq0 = j.act.qs;
@@ -225,7 +225,7 @@ static void kq2_q45_row1(const Job& j, const int32_t* pairs, int64_t n) {
 #pragma GCC unroll 2
     for (int hh = 0; hh < 2; ++hh) {
       const Kq2BlockTerm<K> term(s, hh);
-      acc[hh] = _mm256_add_ps(acc[hh], term(pairs + b * 4, j.act.d[b], i1[hh]));
+      acc[hh] = _mm256_add_ps(acc[hh], term(pairs + b * kq_pairs_per_block(K), j.act.d[b], i1[hh]));
     }
   }
   for (int hh = 0; hh < 2; ++hh) _mm256_storeu_ps(j.y + n + 8 * hh, acc[hh]);
@@ -291,7 +291,7 @@ static void kq2_q6_row1(const Job& j, const int32_t* pairs, int64_t n) {
 #pragma GCC unroll 2
     for (int hh = 0; hh < 2; ++hh) {
       const Kq2BlockTerm<kQ6_K> term(s, hh);
-      acc[hh] = _mm256_add_ps(acc[hh], term(pairs + b * 8, j.act.d[b], i1[hh]));
+      acc[hh] = _mm256_add_ps(acc[hh], term(pairs + b * kq_pairs_per_block(kQ6_K), j.act.d[b], i1[hh]));
     }
   }
   for (int hh = 0; hh < 2; ++hh) _mm256_storeu_ps(j.y + n + 8 * hh, acc[hh]);
@@ -331,7 +331,7 @@ static void kq2_unpack_group(const uint8_t* src, int64_t nb, uint8_t* planes, __
 template <WKind K, int RT>
 static void kq2_rows_unpacked(const Job& j, const int32_t* pairs, const uint8_t* src, const uint8_t* planes,
                               const __m256i* sw, int64_t n, int h, int64_t r0) {
-  constexpr int G = kpack_sub_blocks(K), P = 64 / G, widen = kq2_widen<K>(), pair_n = K == kQ6_K ? 8 : 4;
+  constexpr int G = kpack_sub_blocks(K), P = 64 / G, widen = kq2_widen<K>(), pair_n = kq_pairs_per_block(K);
   constexpr int block_bytes = K == kQ6_K ? kQ6KPackBlockBytes : kpack_at(K).bytes;
   const int64_t nb = j.k / 256;
   const int8_t* xq0 = j.act.qs + r0 * j.k;

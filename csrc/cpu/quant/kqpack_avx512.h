@@ -59,6 +59,25 @@ struct KqBlockTerm {
   }
 };
 
+// Block b's float terms of rows r0 .. r0 + RT (their integer dots with the scales applied in iv) added
+// to their sums: in acc, or for passes of many rows (kWide) in y, where they wait between blocks.
+template <WKind K, int RT, bool kWide>
+__attribute__((always_inline)) static inline void kq_add_block_terms(const Job& j, const KqBlockTerm<K>& term,
+                                                                     const int32_t* pairs, int64_t b, int64_t n,
+                                                                     int64_t r0, const __m512i* iv, __m512* acc) {
+  const int64_t nb = j.k / 256;
+#pragma GCC unroll 16
+  for (int t = 0; t < RT; ++t) {
+    const __m512 pv = term(pairs + ((r0 + t) * nb + b) * kq_pairs_per_block(K), j.act.d[(r0 + t) * j.act.d_per_row + b], iv[t]);
+    if constexpr (kWide) {
+      float* y = j.y + (r0 + t) * j.n + n;
+      _mm512_storeu_ps(y, _mm512_add_ps(_mm512_loadu_ps(y), pv));
+    } else {
+      acc[t] = _mm512_add_ps(acc[t], pv);
+    }
+  }
+}
+
 // Q5_K's qh plane h: bit `bit` of each byte moved to bit 4 (the fifth bit of plane (c, r)'s low
 // nibbles is bit 2c, of its high nibbles 2c + 1).
 static inline __m512i k5_fifth_bits(__m512i h, int bit) {
@@ -145,17 +164,7 @@ static void k45_rows(const Job& j, const int32_t* pairs, int64_t n, int64_t r0) 
           i1[t] = _mm512_add_epi32(i1[t], _mm512_add_epi32(_mm512_mullo_epi32(dl[t], scl), _mm512_mullo_epi32(dh[t], sch)));
       }
     }
-    const KqBlockTerm<K> term(s);
-#pragma GCC unroll 16
-    for (int t = 0; t < RT; ++t) {
-      const __m512 pv = term(pairs + ((r0 + t) * nb + b) * 4, j.act.d[(r0 + t) * j.act.d_per_row + b], i1[t]);
-      if constexpr (kWide) {
-        float* y = j.y + (r0 + t) * j.n + n;
-        _mm512_storeu_ps(y, _mm512_add_ps(_mm512_loadu_ps(y), pv));
-      } else {
-        acc[t] = _mm512_add_ps(acc[t], pv);
-      }
-    }
+    kq_add_block_terms<K, RT, kWide>(j, KqBlockTerm<K>(s), pairs, b, n, r0, i1, acc);
   }
   if constexpr (!kWide)
     for (int t = 0; t < RT; ++t) _mm512_storeu_ps(j.y + (r0 + t) * j.n + n, acc[t]);
@@ -245,17 +254,7 @@ static void k6_rows(const Job& j, const int32_t* pairs, int64_t n, int64_t r0) {
               iv[t] = _mm512_add_epi32(iv[t], _mm512_add_epi32(_mm512_mullo_epi32(dl[t], sl), _mm512_mullo_epi32(dh[t], sh)));
           }
         }
-    const KqBlockTerm<kQ6_K> term(s);
-#pragma GCC unroll 16
-    for (int t = 0; t < RT; ++t) {
-      const __m512 pv = term(pairs + ((r0 + t) * nb + b) * 8, j.act.d[(r0 + t) * j.act.d_per_row + b], iv[t]);
-      if constexpr (kWide) {
-        float* y = j.y + (r0 + t) * j.n + n;
-        _mm512_storeu_ps(y, _mm512_add_ps(_mm512_loadu_ps(y), pv));
-      } else {
-        acc[t] = _mm512_add_ps(acc[t], pv);
-      }
-    }
+    kq_add_block_terms<kQ6_K, RT, kWide>(j, KqBlockTerm<kQ6_K>(s), pairs, b, n, r0, iv, acc);
   }
   if constexpr (!kWide)
     for (int t = 0; t < RT; ++t) _mm512_storeu_ps(j.y + (r0 + t) * j.n + n, acc[t]);
@@ -317,7 +316,7 @@ static void kq_unpack_group(const uint8_t* src, int64_t nb, uint8_t* planes, __m
 template <WKind K, int RT>
 static void kq_rows_unpacked(const Job& j, const int32_t* pairs, const uint8_t* src, const uint8_t* planes,
                              const __m512i* scales, int64_t n, int64_t r0, const uint8_t* next) {
-  constexpr int G = kpack_sub_blocks(K), P = 64 / G, pair_n = K == kQ6_K ? 8 : 4;  // P: planes per sub-block
+  constexpr int G = kpack_sub_blocks(K), P = 64 / G, pair_n = kq_pairs_per_block(K);  // P: planes per sub-block
   constexpr int block_bytes = K == kQ6_K ? kQ6KPackBlockBytes : kpack_at(K).bytes;
   const int64_t nb = j.k / 256;
   const uint8_t* xq0 = reinterpret_cast<const uint8_t*>(j.act.qs + r0 * j.k);

@@ -57,7 +57,7 @@ template <WKind K, int RT, int Q>
 static void kqn_rows(const Job& j, const int32_t* pairs, int64_t n, int q0, int64_t r0) {
   constexpr bool q6 = K == kQ6_K;
   constexpr int block_bytes = q6 ? kQ6KPackBlockBytes : kpack_at(K).bytes, G = kpack_sub_blocks(K), P = 64 / G;
-  constexpr int pair_n = q6 ? 8 : 4;
+  constexpr int pair_n = kq_pairs_per_block(K);
   const int64_t nb = j.k / 256;
   const uint8_t* src = j.wpack + size_t(n / 16) * size_t(nb) * block_bytes;
   const int8_t* xq0 = j.act.qs + r0 * j.k;

@@ -19,10 +19,12 @@ inline int16_t* ksums16(const Job& j) {
 
 // Per call, for the kernels over the K-quant packs (q4pack.h): activation sums as two int16 in one
 // dword, [row][block][p], matching the packed word pairs: Q4_K / Q5_K the 32-element sums of
-// sub-blocks 2p, 2p + 1 (p < 4), Q6_K the 16-element sums 2p, 2p + 1 (p < 8).
+// sub-blocks 2p, 2p + 1 (p < 4), Q6_K the 16-element sums 2p, 2p + 1 (p < 8): kq_pairs_per_block.
+constexpr int kq_pairs_per_block(WKind k) { return k == kQ6_K ? 8 : 4; }
+
 template <WKind K>
 inline int32_t* kq_sum_pairs(const Job& j) {
-  constexpr int P = K == kQ6_K ? 8 : 4, per = 8 / P;  // per: 16-sums in one half of a pair
+  constexpr int P = kq_pairs_per_block(K), per = 8 / P;  // per: 16-sums in one half of a pair
   const int64_t nb = j.k / 256;
   int32_t* out = reinterpret_cast<int32_t*>(thread_scratch<kScratchKernel>(size_t(j.t * nb * P) * 4 + 64));
   for (int64_t t = 0; t < j.t; ++t)
