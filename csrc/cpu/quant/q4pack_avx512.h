@@ -119,6 +119,26 @@ static void q4v_groups(const Job& j, const Q4Rows& xr, int64_t n0, int64_t n1, i
   for (; n < n1; n += 16) q4v_rows<K, RT, 1>(j, xr, {n}, r);
 }
 
+// Rows [r, T) of column group n, from cache: passes of 8 rows, then one pass of the rest.
+template <WKind K>
+static void q4v_row_passes(const Job& j, const Q4Rows& xr, int64_t n, int64_t r) {
+  const int64_t one[1] = {n};
+  for (; r + 8 <= j.t; r += 8) q4v_rows<K, 8, 1>(j, xr, one, r);
+  switch (j.t - r) {
+    case 7: return q4v_rows<K, 7, 1>(j, xr, one, r);
+    case 6: return q4v_rows<K, 6, 1>(j, xr, one, r);
+    case 5: return q4v_rows<K, 5, 1>(j, xr, one, r);
+    case 4: return q4v_rows<K, 4, 1>(j, xr, one, r);
+    case 3: return q4v_rows<K, 3, 1>(j, xr, one, r);
+    case 2: return q4v_rows<K, 2, 1>(j, xr, one, r);
+    case 1: return q4v_rows<K, 1, 1>(j, xr, one, r);
+    default: return;
+  }
+}
+
+// From this many rows the first pass runs 8 rows over kQ4WideStreams column groups.
+constexpr int kQ4WideRows = 8, kQ4WideStreams = 2;
+
 // Rows [r0, T) of the 16-column groups in [n0, n1) (n0, n1 multiples of 16 within the pack).
 template <WKind K>
 static void q4v_cols(const Job& j, const Q4Rows& xr, int64_t n0, int64_t n1, int64_t r0) {
@@ -128,32 +148,31 @@ static void q4v_cols(const Job& j, const Q4Rows& xr, int64_t n0, int64_t n1, int
   if (rest == 2) return q4v_groups<K, 2>(j, xr, n0, n1, r0);
   if (rest == 3) return q4v_groups<K, 3>(j, xr, n0, n1, r0);
   if (rest == 4) return q4v_groups<K, 4>(j, xr, n0, n1, r0);
-  // More rows: the first 4 stream kQ4Streams column groups from memory, the others find them in
-  // cache (4 groups x K / 32 blocks: 23 KB at K = 576) one group at a time, which keeps their
-  // accumulators in registers (4 groups x 4 rows spill); 8 rows a pass share each block's unpack.
-  auto all_rows = [&](const auto& ns) {
+  // More rows: the first kQ4WideRows (or 4) stream a few column groups from memory at once, and the
+  // others find each group in cache (K / 32 blocks: 10 KB at K = 576) one group at a time, 8 rows a
+  // pass sharing each block's unpack. 8 rows x 2 groups keep their 16 accumulators in registers (4
+  // groups x 4 rows spill); from 8 rows that first pass overlaps 8 rows' arithmetic with the stream
+  // instead of 4 (cold, 2 threads, T = 8: Q4_1 576x1536 36-37 -> 30 us, Q8_0 49152x576 1,300 -> 1,150-1,180).
+  auto all_rows = [&](const auto& ns, int64_t first) {
     constexpr int S = int(sizeof(ns) / sizeof(ns[0]));
-    q4v_rows<K, 4, S>(j, xr, ns, r0);
-    for (int g = 0; g < S; ++g) {
-      const int64_t one[1] = {ns[g]};
-      int64_t r = r0 + 4;
-      for (; r + 8 <= j.t; r += 8) q4v_rows<K, 8, 1>(j, xr, one, r);
-      if (j.t - r >= 4) q4v_rows<K, 4, 1>(j, xr, one, r), r += 4;
-      if (j.t - r == 3) q4v_rows<K, 3, 1>(j, xr, one, r);
-      if (j.t - r == 2) q4v_rows<K, 2, 1>(j, xr, one, r);
-      if (j.t - r == 1) q4v_rows<K, 1, 1>(j, xr, one, r);
+    if (first == 8) q4v_rows<K, 8, S>(j, xr, ns, r0); else q4v_rows<K, 4, S>(j, xr, ns, r0);
+    for (int g = 0; g < S; ++g) q4v_row_passes<K>(j, xr, ns[g], r0 + first);
+  };
+  auto walk = [&](auto streams, int64_t first) {
+    constexpr int S = decltype(streams)::value;
+    const int64_t per = (n1 - n0) / 16 / S * 16;
+    for (int64_t i = 0; i < per; i += 16) {
+      int64_t ns[S];
+      for (int g = 0; g < S; ++g) ns[g] = n0 + g * per + i;
+      all_rows(ns, first);
+    }
+    for (int64_t n = n0 + S * per; n < n1; n += 16) {
+      const int64_t ns[1] = {n};
+      all_rows(ns, first);
     }
   };
-  const int64_t per = (n1 - n0) / 16 / kQ4Streams * 16;
-  for (int64_t i = 0; i < per; i += 16) {
-    int64_t ns[kQ4Streams];
-    for (int g = 0; g < kQ4Streams; ++g) ns[g] = n0 + g * per + i;
-    all_rows(ns);
-  }
-  for (int64_t n = n0 + kQ4Streams * per; n < n1; n += 16) {
-    const int64_t ns[1] = {n};
-    all_rows(ns);
-  }
+  if (rest >= kQ4WideRows) return walk(std::integral_constant<int, kQ4WideStreams>{}, kQ4WideRows);
+  walk(std::integral_constant<int, kQ4Streams>{}, 4);
 }
 
 // Every row on VNNI over the pack (the AVX-512 table's Q4 path at any T, both tables' Q8_0 path at
