@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <limits>
 #include <type_traits>
+#include <utility>
 
 #include "cpu/softmax_exp.h"
 #include "metal/kernel_args.h"
@@ -35,19 +36,20 @@ inline int identity_run(const int32_t* sl, int from, int n) {
   return from;
 }
 
-// Calls f(std::integral_constant<int, G>, j0) for consecutive groups [j0, j0 + G) of `items`, G <= 4
-// and the groups as even as they can be (5 items: 3 + 2, 9: 3 + 3 + 3).
-template <typename F>
+// f(std::integral_constant<int, G>{}, j0) for the G in [1, MaxG] that equals g.
+template <int MaxG, typename F, int... Gs>
+void call_with_group(int g, int j0, F& f, std::integer_sequence<int, Gs...>) {
+  ((g == Gs + 1 ? (f(std::integral_constant<int, Gs + 1>{}, j0), 0) : 0), ...);
+}
+
+// Calls f(std::integral_constant<int, G>, j0) for consecutive groups [j0, j0 + G) of `items`, G <= MaxG
+// and the groups as even as they can be (MaxG 4: 5 items as 3 + 2, 9 as 3 + 3 + 3).
+template <int MaxG = 4, typename F>
 void for_item_groups(int items, F&& f) {
-  const int groups = (items + 3) / 4;
+  const int groups = (items + MaxG - 1) / MaxG;
   for (int k = 0, j0 = 0; k < groups; ++k) {
     const int j1 = int(int64_t(items) * (k + 1) / groups);
-    switch (j1 - j0) {
-      case 4: f(std::integral_constant<int, 4>{}, j0); break;
-      case 3: f(std::integral_constant<int, 3>{}, j0); break;
-      case 2: f(std::integral_constant<int, 2>{}, j0); break;
-      default: f(std::integral_constant<int, 1>{}, j0); break;
-    }
+    call_with_group<MaxG>(j1 - j0, j0, f, std::make_integer_sequence<int, MaxG>{});
     j0 = j1;
   }
 }
@@ -303,7 +305,7 @@ __attribute__((target("avx512f"), always_inline)) inline void pv_shared_block(co
     __m512 x0[NG], x1[NG];
 #pragma GCC unroll 4
     for (int g = 0; g < NG; ++g) x0[g] = load16(v0 + 16 * g), x1[g] = load16(v1 + 16 * g);
-#pragma GCC unroll 4
+#pragma GCC unroll 16
     for (int j = 0; j < G; ++j) {
       const __m512 e0 = _mm512_set1_ps(e[j][p]), e1 = _mm512_set1_ps(e[j][p + 1]);
 #pragma GCC unroll 4

@@ -75,6 +75,10 @@ __attribute__((target("avx512f"))) void shared_scores(const float* const* q_rows
 }
 
 
+// Items whose shared V sums one pass over 16 columns of V computes: each row is loaded and converted
+// once for all of them, and their 2 x 12 accumulators stay in registers.
+constexpr int kMaxValueItems = 12;
+
 // Columns [d0, d0 + 16 NG) of the V sums of `items` items of kv head vh: shared rows [0, P) for all at
 // once, then each item's own positions [P, n) (rows sl[p]); normalized into out_rows.
 template <int NG, typename KV>
@@ -82,7 +86,7 @@ __attribute__((target("avx512f"))) void value_columns(const float* const* e_rows
                                                       int items, int group, const KV* vh, int P, const int* n,
                                                       const int32_t* const* sl, const float* l, float* const* out_rows,
                                                       int D, int d0) {
-  for_item_groups(items, [&](auto G, int j0) {
+  for_item_groups<NG == 1 ? kMaxValueItems : 4>(items, [&](auto G, int j0) {
     pv_shared_cols<decltype(G)::value, NG>(vh, e_rows + j0, P, D, d0, a0 + j0, a1 + j0);
   });
   for (int t = 0; t < items; ++t) {
@@ -135,7 +139,9 @@ void run_split(const AttentionArgs& a, const float* q, const KV* k, const KV* v,
       sc.l[t] = exp_and_sum(sc.s_rows[t], sc.n[i]);
     }
   });
-  const int cols = D % 32 == 0 ? 32 : 16, col_units = D / cols;
+  // Up to 4 items per kv head, 32-column units (two vectors per item in registers); more, 16-column
+  // units with up to kMaxValueItems items per pass.
+  const int cols = per_kv <= 4 && D % 32 == 0 ? 32 : 16, col_units = D / cols;
   pool.run([&](int tid, int nth) {  // 3. V sums: units of (kv head, columns)
     int64_t u0, u1;
     ThreadPool::split(int64_t(a.n_kv_heads) * col_units, tid, nth, 1, &u0, &u1);
