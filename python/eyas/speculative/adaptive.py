@@ -142,17 +142,18 @@ class DepthChooser:
         is p_{j-1} (p_1's: 1/2): a position is accepted at least about as often as the one before it
         once that one landed (E7, depths 1-4: 0.70 / 0.81 / 0.83 / 0.98 on documents, 0.92 / 0.95 / 0.96
         / 0.99 on code), so a chain whose first tokens land reaches deeper positions before they have
-        tries of their own (a 1/2 prior held 8-token copies at 2-3 tokens). Under sampling the prior
-        stays 1/2: there the choice follows the fixed cost model, and inheriting a low p_1 kept code
-        generation from drafting (docs/speculative.md §8)."""
+        tries of their own (a 1/2 prior held 8-token copies at 2-3 tokens). Under sampling (the fixed
+        cost model) the inherited prior is floored at 1/2: inheriting a low p_1 as it is kept code
+        generation from drafting, while a uniform 1/2 kept landing chains at one token within a
+        reply, where nothing carries over (docs/speculative.md §3, §8)."""
         *_, p = self._acceptances(j)
         return p
 
     def _acceptances(self, d: int):
-        """p_1 .. p_d in one pass (a greedy chooser's prior for each is the one before it)."""
+        """p_1 .. p_d in one pass (each prior is the one before it; a fixed-cost chooser's at least 1/2)."""
         p = 0.5
         for j in range(1, d + 1):
-            prior = 0.5 if self.fixed else p
+            prior = max(0.5, p) if self.fixed else p
             p = (self.accepted[j] + 2.0 * prior) / (self.tried[j] + 2.0)
             yield p
 
