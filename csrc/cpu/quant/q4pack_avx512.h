@@ -104,19 +104,28 @@ static void q4v_rows(const Job& j, const Q4Rows& xr, const int64_t (&n)[S], int6
 // columns.
 constexpr int kQ4Streams = 4, kQ4StreamRows = 4;
 
+// Calls f(ns) for the 16-column groups of [n0, n1): S groups at a time from S evenly spaced ranges
+// (ns: int64_t[S], one weight stream each), then the groups left over one at a time (ns: int64_t[1]).
+template <int S, typename F>
+static void walk_group_streams(int64_t n0, int64_t n1, F&& f) {
+  const int64_t per = (n1 - n0) / 16 / S * 16;  // columns per stream
+  for (int64_t i = 0; i < per; i += 16) {
+    int64_t ns[S];
+    for (int g = 0; g < S; ++g) ns[g] = n0 + g * per + i;
+    f(ns);
+  }
+  for (int64_t n = n0 + S * per; n < n1; n += 16) {
+    const int64_t one[1] = {n};
+    f(one);
+  }
+}
+
 template <WKind K, int RT>
 static void q4v_groups(const Job& j, const Q4Rows& xr, int64_t n0, int64_t n1, int64_t r) {
-  int64_t n = n0;
-  if (RT <= kQ4StreamRows) {
-    const int64_t per = (n1 - n0) / 16 / kQ4Streams * 16;  // columns per stream
-    for (int64_t i = 0; i < per; i += 16) {
-      int64_t ns[kQ4Streams];
-      for (int g = 0; g < kQ4Streams; ++g) ns[g] = n0 + g * per + i;
-      q4v_rows<K, RT, kQ4Streams>(j, xr, ns, r);
-    }
-    n = n0 + kQ4Streams * per;
-  }
-  for (; n < n1; n += 16) q4v_rows<K, RT, 1>(j, xr, {n}, r);
+  static_assert(RT <= kQ4StreamRows, "more rows take q4v_cols's passes");
+  walk_group_streams<kQ4Streams>(n0, n1, [&](const auto& ns) {
+    q4v_rows<K, RT, int(sizeof(ns) / sizeof(ns[0]))>(j, xr, ns, r);
+  });
 }
 
 // Rows [r, T) of column group n, from cache: passes of 8 rows, then one pass of the rest.
@@ -153,26 +162,17 @@ static void q4v_cols(const Job& j, const Q4Rows& xr, int64_t n0, int64_t n1, int
   // pass sharing each block's unpack. 8 rows x 2 groups keep their 16 accumulators in registers (4
   // groups x 4 rows spill); from 8 rows that first pass overlaps 8 rows' arithmetic with the stream
   // instead of 4 (cold, 2 threads, T = 8: Q4_1 576x1536 36-37 -> 30 us, Q8_0 49152x576 1,300 -> 1,150-1,180).
-  auto all_rows = [&](const auto& ns, int64_t first) {
-    constexpr int S = int(sizeof(ns) / sizeof(ns[0]));
-    if (first == 8) q4v_rows<K, 8, S>(j, xr, ns, r0); else q4v_rows<K, 4, S>(j, xr, ns, r0);
-    for (int g = 0; g < S; ++g) q4v_row_passes<K>(j, xr, ns[g], r0 + first);
+  // first: the rows of the streaming pass; the rest of each group's rows follow from cache.
+  auto all_rows = [&](auto first) {
+    return [&, first](const auto& ns) {
+      constexpr int S = int(sizeof(ns) / sizeof(ns[0])), F = decltype(first)::value;
+      q4v_rows<K, F, S>(j, xr, ns, r0);
+      for (int g = 0; g < S; ++g) q4v_row_passes<K>(j, xr, ns[g], r0 + F);
+    };
   };
-  auto walk = [&](auto streams, int64_t first) {
-    constexpr int S = decltype(streams)::value;
-    const int64_t per = (n1 - n0) / 16 / S * 16;
-    for (int64_t i = 0; i < per; i += 16) {
-      int64_t ns[S];
-      for (int g = 0; g < S; ++g) ns[g] = n0 + g * per + i;
-      all_rows(ns, first);
-    }
-    for (int64_t n = n0 + S * per; n < n1; n += 16) {
-      const int64_t ns[1] = {n};
-      all_rows(ns, first);
-    }
-  };
-  if (rest >= kQ4WideRows) return walk(std::integral_constant<int, kQ4WideStreams>{}, kQ4WideRows);
-  walk(std::integral_constant<int, kQ4Streams>{}, 4);
+  if (rest >= kQ4WideRows)
+    return walk_group_streams<kQ4WideStreams>(n0, n1, all_rows(std::integral_constant<int, kQ4WideRows>{}));
+  walk_group_streams<kQ4Streams>(n0, n1, all_rows(std::integral_constant<int, kQ4StreamRows>{}));
 }
 
 // Every row on VNNI over the pack (the AVX-512 table's Q4 path at any T, both tables' Q8_0 path at
