@@ -107,7 +107,7 @@ int main() {
       at = end + 1;
     }
   }
-  const int rows[] = {1, 2, 3, 4, 5, 6, 8, 12, 16, 32, 48, 64, 128};
+  const int rows[] = {1, 2, 3, 4, 5, 6, 7, 8, 12, 16, 32, 48, 64, 128};
   std::mt19937 rng(1234);
   std::printf("bench_matmul  isa=%s  (time per call; GB/s = weight bytes / time; ratio = time / time at T=1)\n",
               cpu::matmul_isa());

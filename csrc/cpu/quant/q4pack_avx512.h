@@ -145,7 +145,7 @@ static void q4v_row_passes(const Job& j, const Q4Rows& xr, int64_t n, int64_t r)
   }
 }
 
-// From this many rows the first pass runs 8 rows over kQ4WideStreams column groups.
+// From 5 rows the first pass runs up to kQ4WideRows rows over kQ4WideStreams column groups.
 constexpr int kQ4WideRows = 8, kQ4WideStreams = 2;
 
 // Rows [r0, T) of the 16-column groups in [n0, n1) (n0, n1 multiples of 16 within the pack).
@@ -157,11 +157,14 @@ static void q4v_cols(const Job& j, const Q4Rows& xr, int64_t n0, int64_t n1, int
   if (rest == 2) return q4v_groups<K, 2>(j, xr, n0, n1, r0);
   if (rest == 3) return q4v_groups<K, 3>(j, xr, n0, n1, r0);
   if (rest == 4) return q4v_groups<K, 4>(j, xr, n0, n1, r0);
-  // More rows: the first kQ4WideRows (or 4) stream a few column groups from memory at once, and the
-  // others find each group in cache (K / 32 blocks: 10 KB at K = 576) one group at a time, 8 rows a
-  // pass sharing each block's unpack. 8 rows x 2 groups keep their 16 accumulators in registers (4
-  // groups x 4 rows spill); from 8 rows that first pass overlaps 8 rows' arithmetic with the stream
-  // instead of 4 (cold, 2 threads, T = 8: Q4_1 576x1536 36-37 -> 30 us, Q8_0 49152x576 1,300 -> 1,150-1,180).
+  // More rows: the first pass streams 2 column groups from memory at once for up to kQ4WideRows rows,
+  // and the others find each group in cache (K / 32 blocks: 10 KB at K = 576) one group at a time, 8
+  // rows a pass sharing each block's unpack. Up to 8 rows x 2 groups keep their accumulators in
+  // registers (4 groups x 4 rows spill), so the stream overlaps all their arithmetic: cold, 2 threads,
+  // T = 8: Q4_1 576x1536 36-37 -> 30 us, Q8_0 49152x576 1,300 -> 1,150-1,180; T = 5-7 (a pass of 4 rows
+  // over 4 groups, then 1-3 rows from cache, before) cold Q8_0 49152x576 T = 7 1,359-1,744 -> 1,094-1,125
+  // us, and a default-model verify of 5 / 6 / 7 nodes 6.56-6.61 / 7.35-7.94 / 8.18-8.34 -> 5.77-5.99 /
+  // 6.54-6.74 / 7.26-7.49 ms.
   // first: the rows of the streaming pass; the rest of each group's rows follow from cache.
   auto all_rows = [&](auto first) {
     return [&, first](const auto& ns) {
@@ -170,9 +173,13 @@ static void q4v_cols(const Job& j, const Q4Rows& xr, int64_t n0, int64_t n1, int
       for (int g = 0; g < S; ++g) q4v_row_passes<K>(j, xr, ns[g], r0 + F);
     };
   };
-  if (rest >= kQ4WideRows)
-    return walk_group_streams<kQ4WideStreams>(n0, n1, all_rows(std::integral_constant<int, kQ4WideRows>{}));
-  walk_group_streams<kQ4Streams>(n0, n1, all_rows(std::integral_constant<int, kQ4StreamRows>{}));
+  auto wide = [&](auto first) { walk_group_streams<kQ4WideStreams>(n0, n1, all_rows(first)); };
+  switch (rest) {
+    case 5: return wide(std::integral_constant<int, 5>{});
+    case 6: return wide(std::integral_constant<int, 6>{});
+    case 7: return wide(std::integral_constant<int, 7>{});
+    default: return wide(std::integral_constant<int, kQ4WideRows>{});
+  }
 }
 
 // Every row on VNNI over the pack (the AVX-512 table's Q4 path at any T, both tables' Q8_0 path at
