@@ -33,8 +33,8 @@ def test_tile_paths_match_scalar(wtype, n):
     x[35] *= 1e3
     for threads in (1, 2):
         _core.set_num_threads(threads)
-        # VNNI over the repack: a first pass of 4 rows (T < 8) or 8 rows, then passes of 8 and one
-        # of the rest (1-7 rows); on AMX whole 16-row groups on tiles and the rest of the rows on VNNI.
+        # VNNI over the repack: a first pass of up to 4 rows over 4 column groups (T < 5) or of 5-8 rows
+        # over 2, then passes of 8 and one of the rest (1-7 rows); on AMX whole 16-row groups on tiles and the rest of the rows on VNNI.
         for t in (1, 2, 3, 4, 5, 6, 7, 8, 9, 13, 14, 15, 16, 17, 31, 32, 33, 40):
             _core.ops.set_isa("scalar")
             want = _core.ops.matmul(x[:t], w, wtype, (n, k))

@@ -399,20 +399,8 @@ void cols_kq_packed(const Job& j, int64_t n0, int64_t n1) {
       // 472-477 / 497-523 / 533-610 us, Q6_K 845-865 / 898-950 / 952-1,243 -> 680-686 / 732-742 / 804-850;
       // SmolLM2-1.7B Q4_K_M verify of 5 / 6 / 7 nodes 68.0-70.0 / 74.4-77.6 / 77.1-81.3 -> 60.2-60.8 /
       // 64.2-64.4 / 69.8-72.5 ms.
-      for (int64_t n = n0; n < full; n += 16) {
-        int64_t r = 0;
-        for (; r + 8 <= j.t; r += 8) kq_rows<K, 8>(j, pairs, n, r);
-        switch (j.t - r) {
-          case 7: kq_rows<K, 7>(j, pairs, n, r); break;
-          case 6: kq_rows<K, 6>(j, pairs, n, r); break;
-          case 5: kq_rows<K, 5>(j, pairs, n, r); break;
-          case 4: kq_rows<K, 4>(j, pairs, n, r); break;
-          case 3: kq_rows<K, 3>(j, pairs, n, r); break;
-          case 2: kq_rows<K, 2>(j, pairs, n, r); break;
-          case 1: kq_rows<K, 1>(j, pairs, n, r); break;
-          default: break;
-        }
-      }
+      for (int64_t n = n0; n < full; n += 16)
+        for_row_passes(0, j.t, [&](auto rows, int64_t r) { kq_rows<K, decltype(rows)::value>(j, pairs, n, r); });
     }
   }
   if (full < n1) cols_kquant_v<K>(j, full, n1);  // after: it reuses the kernel scratch

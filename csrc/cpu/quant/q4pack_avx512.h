@@ -128,21 +128,28 @@ static void q4v_groups(const Job& j, const Q4Rows& xr, int64_t n0, int64_t n1, i
   });
 }
 
+// Calls pass(rows, r) over rows [r, t) (rows a std::integral_constant): passes of 8 rows, then one pass
+// of the rest (1-7 rows). Shared by the legacy / Q8_0 pack here and the K-quant pack (kqpack_avx512.h).
+template <typename Pass>
+static inline void for_row_passes(int64_t r, int64_t t, Pass&& pass) {
+  for (; r + 8 <= t; r += 8) pass(std::integral_constant<int, 8>{}, r);
+  switch (t - r) {
+    case 7: return pass(std::integral_constant<int, 7>{}, r);
+    case 6: return pass(std::integral_constant<int, 6>{}, r);
+    case 5: return pass(std::integral_constant<int, 5>{}, r);
+    case 4: return pass(std::integral_constant<int, 4>{}, r);
+    case 3: return pass(std::integral_constant<int, 3>{}, r);
+    case 2: return pass(std::integral_constant<int, 2>{}, r);
+    case 1: return pass(std::integral_constant<int, 1>{}, r);
+    default: return;
+  }
+}
+
 // Rows [r, T) of column group n, from cache: passes of 8 rows, then one pass of the rest.
 template <WKind K>
 static void q4v_row_passes(const Job& j, const Q4Rows& xr, int64_t n, int64_t r) {
   const int64_t one[1] = {n};
-  for (; r + 8 <= j.t; r += 8) q4v_rows<K, 8, 1>(j, xr, one, r);
-  switch (j.t - r) {
-    case 7: return q4v_rows<K, 7, 1>(j, xr, one, r);
-    case 6: return q4v_rows<K, 6, 1>(j, xr, one, r);
-    case 5: return q4v_rows<K, 5, 1>(j, xr, one, r);
-    case 4: return q4v_rows<K, 4, 1>(j, xr, one, r);
-    case 3: return q4v_rows<K, 3, 1>(j, xr, one, r);
-    case 2: return q4v_rows<K, 2, 1>(j, xr, one, r);
-    case 1: return q4v_rows<K, 1, 1>(j, xr, one, r);
-    default: return;
-  }
+  for_row_passes(r, j.t, [&](auto rows, int64_t r0) { q4v_rows<K, decltype(rows)::value, 1>(j, xr, one, r0); });
 }
 
 // From 5 rows the first pass runs up to kQ4WideRows rows over kQ4WideStreams column groups.
