@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Wait (up to $1 seconds) for /tmp/w/DONE, then copy logs, eval results and exported drafters to
 # $OUT (files > 16 MiB are split into .partNN pieces; at most 8 files come back). The exports come
-# back once training has ended (TRAINED), before the evaluation is done.
+# back once training has ended (TRAINED), before the evaluation is done; so does the generated data
+# (data.tar.xz: the npz sets training read), kept here so a later stage can train on it again.
 W=/tmp/w
 T=${1:-560}
 t0=$(date +%s)
@@ -20,4 +21,8 @@ for m in eagle3 hass hydra; do
     split -b 15M -d $W/$m.tar $OUT/$m.tar.part
   fi
 done
+if [ -f $W/TRAINED ] && ls $W/data*.npz > /dev/null 2>&1; then
+  [ -f $W/data.tar.xz ] || tar -C $W -cf - $(cd $W && ls data*.npz) | xz -T0 -6 > $W/data.tar.xz
+  split -b 15M -d $W/data.tar.xz $OUT/data.tar.xz.part
+fi
 ls -la $OUT; [ -f $W/DONE ] && echo PIPELINE_DONE || echo PIPELINE_RUNNING
