@@ -63,7 +63,13 @@ LEFT=$(( END_S - ($(date +%s) - T0) - EVAL_RESERVE_S - 25 ))  # 25 s: the run's 
 TM=$(python3 -c "print(round(max(0.5, min($TRAIN_MIN, $LEFT / 60)), 2))")
 [ "${DRY:-0}" = 1 ] && TM=$TRAIN_MIN
 echo "training for $TM min (from $(( $(date +%s) - T0 )) s)"
-$R train --gguf $G --data $W/data.npz $W/data_self.npz --draft-vocab 8192 --tokens-per-batch ${TOKENS_PER_BATCH:-24576} \
+EXTRA=  # earlier stages' sequences (pack_carry.sh EXTRA_DATA), trained on beside this stage's
+for x in $W/extra/*.tar.xz; do
+  [ -f "$x" ] || continue
+  d=${x%.tar.xz}; mkdir -p $d && xz -dc $x | tar -C $d -x && EXTRA="$EXTRA $(ls $d/*.npz | tr '\n' ' ')"
+done
+echo "earlier stages' data: ${EXTRA:-none}"
+$R train --gguf $G --data $W/data.npz $W/data_self.npz $EXTRA --draft-vocab 8192 --tokens-per-batch ${TOKENS_PER_BATCH:-24576} \
   --max-len ${MAX_LEN:-2560} --lr ${LR:-2e-4} --epochs 50 --init-from $INIT --max-minutes $TM --ckpt-every 300 \
   --log-every 50 --dtype float16 $([ $METHOD = hass ] && echo --hass) --out $W/runs/$METHOD > $W/train_$METHOD.log 2>&1 \
   || fail "training"
