@@ -4,8 +4,9 @@
 # wheel go into one xz archive (with SHA256SUMS) split into parts of at most 34 MB, one per device
 # call ($CARRY/a, b, c, ...; ~110 MB makes four): each call also sends the checkout (~28 MB) and may
 # send 64 MiB in all. The sources come from that checkout (stage3.sh copies its python/ and scripts/).
-# Calls before the last copy their part to /tmp/w; the last runs stage3.sh with its own. EXTRA_DATA: data.tar.xz files an earlier stage's collect.sh brought back; the pipeline
-# trains on their sequences beside its fresh ones (each stage's comes to ~3 MB).
+# Calls before the last copy their part to /tmp/w; the last runs stage3.sh with its own. EXTRA_DATA:
+# data.tar.xz files an earlier stage's collect.sh brought back; the pipeline trains on their sequences
+# beside its fresh ones (each stage's comes to ~3 MB).
 # Usage: CARRY=.carry/s6 INIT_EXPORT=DIR PROMPTS=DIR [GGUF=FILE] [WHL=DIR] [EXTRA_DATA="F ..."] scripts/device/pack_carry.sh
 #   PROMPTS: a folder holding train.jsonl (`prompts --source real ...`); the E7 fixtures and
 #            bench/prompts/eval_*.jsonl are added beside it for the evaluation only.
@@ -22,8 +23,7 @@ cp "$PROMPTS/train.jsonl" bench/fixtures/*.jsonl bench/prompts/eval_*.jsonl "$C/
 i=0; for f in ${EXTRA_DATA:-}; do cp "$f" "$C/stage/extra/data$i.tar.xz"; i=$((i + 1)); done
 if [ -n "${WHL:-}" ]; then cp "$WHL"/gguf-*.whl "$C/stage/whl/"
 else python -m pip download -q --no-deps --only-binary=:all: -d "$C/stage/whl" gguf==0.19.0; fi
-(cd "$C/stage" && sha256sum target.gguf init/stage5/model.safetensors prompts/train.jsonl extra/*.tar.xz > SHA256SUMS 2>/dev/null ||
-  sha256sum target.gguf init/stage5/model.safetensors prompts/train.jsonl > SHA256SUMS)
+(cd "$C/stage" && shopt -s nullglob && sha256sum target.gguf init/stage5/model.safetensors prompts/train.jsonl extra/*.tar.xz > SHA256SUMS)
 tar -C "$C/stage" -cf - . | xz -1 -T1 -c > "$C/payload.xz"
 size=$(stat -c %s "$C/payload.xz")
 n=$(( (size + 33999999) / 34000000 ))

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The last GPU call for a carry packed by pack_carry.sh (one xz archive in parts, $C/a, b, ... /payload.partNN;
-# the calls before copied all but the last to /tmp/w, this one carries the last): unpack the target GGUF, the drafter to continue
-# (init/), the prompts, earlier stages' data (extra/) and the gguf wheel, check the sha256 sums, copy
+# The last GPU call for a carry packed by pack_carry.sh (one xz archive in parts, $C/a, b, ...
+# /payload.partNN; the calls before copied all but the last to /tmp/w, this one carries the last): unpack
+# the target GGUF, the drafter to continue (init/), the prompts, earlier stages' data (extra/) and the gguf wheel, check the sha256 sums, copy
 # the sources (python/ and scripts/ of the checkout the call runs in) to /tmp/w/src, start
 # pipeline_overlap.sh detached, then wait (up to $1 seconds) and collect.
 set -e
