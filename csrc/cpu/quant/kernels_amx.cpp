@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "cpu/quant/isa.h"
+#include "cpu/quant/kquant_sums.h"
 #include "cpu/quant/q4pack.h"
 #include "cpu/quant/scratch.h"
 
@@ -29,6 +30,8 @@ static inline float H2F(uint16_t h) { return _cvtsh_ss(h); }  // F16C: exact, as
 #include "cpu/quant/simd_avx512.h"
 #include "cpu/quant/q4rows.h"
 #include "cpu/quant/q4pack_avx512.h"
+#include "cpu/quant/kquant_avx512.h"
+#include "cpu/quant/kqpack_avx512.h"
 
 // Q8_0's tile path from this many activation rows: it reads its weights as A tiles with no
 // unpacking (T = 2..16 cost about 2x a T = 1 pass from DRAM) unless the call has the VNNI pack
@@ -325,6 +328,8 @@ void cols_amx_q4p(const Job& j, int64_t n0, int64_t n1) {
   if (full < n1) cols_q4x4<K>(j, full, n1);
 }
 
+#include "cpu/quant/kqtiles_amx.h"
+
 }  // namespace amx_impl
 }  // namespace eyas::cpu::quant
 #pragma GCC pop_options
@@ -343,6 +348,9 @@ const Table* table_amx() {
     t.cols[kQ5_0] = &cols_amx_q4p<kQ5_0>;
     t.cols[kQ5_1] = &cols_amx_q4p<kQ5_1>;
     t.q5pack = true;
+    t.cols[kQ4_K] = &cols_amx_kq<kQ4_K>;
+    t.cols[kQ5_K] = &cols_amx_kq<kQ5_K>;
+    t.cols[kQ6_K] = &cols_amx_kq<kQ6_K>;
     t.prepare = &prepare;
     return t;
   }();
