@@ -3,7 +3,7 @@
 // weight bytes, GOP/s and the time ratio against T=1 (the speculative verify path needs T=32 to
 // cost well under 2x T=1). EYAS_BENCH_SCALE=k multiplies the time spent per row (default 1);
 // EYAS_BENCH_TYPES=Q4_1,Q8_0, EYAS_BENCH_SHAPES=1536x576, EYAS_BENCH_THREADS=1 and
-// EYAS_BENCH_ROWS=1,32 limit the table (ratios need T=1 listed); EYAS_ISA forces a path;
+// EYAS_BENCH_ROWS=1,32 limit the table (T = 256, 512 run only when listed) (ratios need T=1 listed); EYAS_ISA forces a path;
 // EYAS_BENCH_NO_PACK=1 times Q4 calls that repack their weight per call (as a caller without a
 // kept pack would). EYAS_BENCH_COLD=1 cycles through copies of each weight (EYAS_BENCH_COLD_MB, default
 // 256 MiB, in all; at least two) so every call streams it from DRAM, as a decode step does; otherwise
@@ -107,7 +107,9 @@ int main() {
       at = end + 1;
     }
   }
-  const int rows[] = {1, 2, 3, 4, 5, 6, 7, 8, 12, 16, 32, 48, 64, 128};
+  // T = 256 and 512 (prefill chunks) only when EYAS_BENCH_ROWS names them: the default table stays quick.
+  const int rows[] = {1, 2, 3, 4, 5, 6, 7, 8, 12, 16, 32, 48, 64, 128, 256, 512};
+  const int max_rows = 512;
   std::mt19937 rng(1234);
   std::printf("bench_matmul  isa=%s  (time per call; GB/s = weight bytes / time; ratio = time / time at T=1)\n",
               cpu::matmul_isa());
@@ -124,7 +126,7 @@ int main() {
       const size_t cold_mb = std::getenv("EYAS_BENCH_COLD_MB") ? size_t(std::atol(std::getenv("EYAS_BENCH_COLD_MB"))) : 256;
       const size_t copies = std::getenv("EYAS_BENCH_COLD") ? std::max<size_t>(2, (cold_mb << 20) / w.size()) : 1;
       std::vector<std::vector<uint8_t>> ws(copies, w);
-      std::vector<float> x(size_t(128 * k)), y(size_t(128 * n));
+      std::vector<float> x(size_t(max_rows * k)), y(size_t(max_rows * n));
       std::normal_distribution<float> nd(0.0f, 1.0f);
       for (auto& v : x) v = nd(rng);
       for (int threads : {1, 2}) {
@@ -132,7 +134,7 @@ int main() {
         ThreadPool pool(threads);
         double t1 = 0;
         for (int T : rows) {
-          if (!listed("EYAS_BENCH_ROWS", std::to_string(T).c_str())) continue;
+          if (!listed("EYAS_BENCH_ROWS", std::to_string(T).c_str()) || (T > 128 && !std::getenv("EYAS_BENCH_ROWS"))) continue;
           MatmulArgs a{T, int32_t(n), int32_t(k), int32_t(t)};
           std::vector<double> times;
           // The repacked weight the op layer keeps per weight (built once, outside the timing).

@@ -104,17 +104,18 @@ AMX = "amx" in _core.ops.available_isas()
 @pytest.mark.parametrize("extreme", [False, True])
 def test_k_pack_amx_tiles_match_scalar(wtype, extreme):
     # AMX tile passes over the K-quant packs (scales folded into the unpacked weights in pieces, two
-    # 16-row groups a pass for Q4_K / Q5_K, then a single group, then VNNI rows) at every split of T.
+    # 16-row groups a pass for Q4_K / Q5_K, then a single group, then VNNI rows) at every split of T;
+    # Q6_K takes tiles from 128 rows.
     rng = np.random.default_rng(7)
     n, k = 53, 768  # three packed 16-column groups (so two threads split them) and 5 columns on the GGUF path
     w = qr.k_extreme_weights(wtype, n, k) if extreme else qr.random_weights(rng, wtype, n, k)
-    x = qr.extreme_activations(80, k, mixed_from=40) if extreme else rng.standard_normal((80, k), dtype=np.float32)
+    x = qr.extreme_activations(160, k, mixed_from=40) if extreme else rng.standard_normal((160, k), dtype=np.float32)
     x[5] = np.abs(x[5]) * 1e3  # one-signed row: the largest activation sums
     _core.ops.set_isa("scalar")
     want = _core.ops.matmul(x, w, wtype, (n, k))
     _core.ops.set_isa("amx")
     for threads in (1, 2):
         _core.set_num_threads(threads)
-        for t in (16, 17, 31, 32, 33, 47, 48, 49, 63, 64, 79, 80):
+        for t in (16, 17, 31, 32, 33, 47, 48, 49, 63, 64, 79, 80, 127, 128, 129, 144, 159, 160):
             got = _core.ops._matmul_with_pack(x[:t], w, wtype, (n, k))
             assert np.array_equal(got, want[:t]), f"{wtype} T={t} threads={threads} extreme={extreme}"

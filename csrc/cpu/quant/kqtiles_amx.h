@@ -194,15 +194,19 @@ static void kqt_pass(const Job& j, const int32_t* pairs, int64_t n, int64_t r0, 
   }
 }
 
-// Tile passes from this many rows (a tile product costs the same for fewer; below it VNNI is faster).
-constexpr int64_t kKqTileRows = 16;
+// Tile passes from this many rows: a tile product costs the same for fewer, and each column group's
+// unpack is shared by T / 16 row groups. Q6_K's unpack (four pieces a line) needs many: 2 threads,
+// 8192x2048 / 2048x8192 on the AMX VM, tiles against VNNI, T = 16 3.3-3.5 against 2.1-2.3 ms, T = 64
+// 8.1-8.7 against 6.7-8.9, T = 128 12.2-16.2 against 10.8-16.2, T = 256 23.3-23.7 against 23.4-31.4.
+template <WKind K>
+constexpr int64_t kqt_min_rows() { return K == kQ6_K ? 128 : 16; }
 
-// With the pack and T >= kKqTileRows: whole 16-row groups on tiles, each column group's other rows
+// With the pack and T >= kqt_min_rows: whole 16-row groups on tiles, each column group's other rows
 // on VNNI right after (its pack still in cache); otherwise, and for the columns past N / 16 * 16,
 // the AVX-512 paths. All give the same bits.
 template <WKind K>
 void cols_amx_kq(const Job& j, int64_t n0, int64_t n1) {
-  if (!j.wpack || j.t < kKqTileRows) return cols_kq_packed<K>(j, n0, n1);
+  if (!j.wpack || j.t < kqt_min_rows<K>()) return cols_kq_packed<K>(j, n0, n1);
   const int64_t full = n0 + (n1 - n0) / 16 * 16, tile_rows = j.t / 16 * 16, nb = j.k / 256;
   constexpr int block_bytes = K == kQ6_K ? kQ6KPackBlockBytes : kpack_at(K).bytes;
   if (full > n0) {
