@@ -20,11 +20,9 @@ static inline __m512i kqt_pair16(__m512i v) {
   return _mm512_or_si512(_mm512_and_si512(v, _mm512_set1_epi32(0xFFFF)), _mm512_slli_epi32(v, 16));
 }
 
-// Each byte times its column's factor, mod 256: exact where the product fits the byte type the tile
-// product reads (two's complement for signed bytes or factors).
-static inline __m512i kqt_mul_bytes(__m512i x, __m512i f) {
-  const __m512i even = _mm512_set1_epi16(0x00FF);
-  return _mm512_or_si512(_mm512_and_si512(_mm512_mullo_epi16(x, f), even), _mm512_mullo_epi16(_mm512_andnot_si512(even, x), f));
+// Int32 lane i's low byte in each of column i's 4 bytes.
+static inline __m512i kqt_bytes(__m512i v) {
+  return _mm512_mullo_epi32(_mm512_and_si512(v, _mm512_set1_epi32(0xFF)), _mm512_set1_epi32(0x01010101));
 }
 
 // Q4_K / Q5_K pack block s -> B tiles out[2c + {0: l, 1: h}] (rows 0-7: sub-block 2c, the low
@@ -63,25 +61,29 @@ static inline void kqt_unpack45(const uint8_t* s, uint8_t* out) {
 
 // Q6_K pack block s -> B tiles out[4 st + piece] for steps st = 2 h6 + half (elements 128 h6 + 64 half
 // + 0..63: rows 8e + r hold plane (h6, e, r), nibble `half`), pieces l ql (unsigned), l qh, h ql, h qh.
+// Each is an unsigned product of at most 15 x 15 (no carry between the bytes of one 16-bit multiply)
+// with the offsets of qh = qh2 - 2 and h = h8 - 8 taken out by byte subtractions, mod 256:
+// l qh = l qh2 - 2l, h ql = h8 ql - 8 ql, h qh = h8 qh2 - 8 qh2 - 2h.
 static inline void kqt_unpack6(const uint8_t* s, uint8_t* out) {
-  const __m512i m4 = _mm512_set1_epi8(0x0F), m3 = _mm512_set1_epi8(0x03), two = _mm512_set1_epi8(2);
+  const __m512i m4 = _mm512_set1_epi8(0x0F), m3 = _mm512_set1_epi8(0x03);
   for (int h6 = 0; h6 < 2; ++h6)
     for (int half = 0; half < 2; ++half) {
       uint8_t* t = out + (4 * (2 * h6 + half)) * 1024;
       for (int e = 0; e < 2; ++e)
         for (int rr = 0; rr < 2; ++rr) {
-          const __m512i sc = k6_scale(s, 8 * h6 + 2 * e + rr + 4 * half);
-          const __m512i fl = kqt_pair16(_mm512_and_si512(sc, _mm512_set1_epi32(15))), fh = kqt_pair16(_mm512_srai_epi32(sc, 4));
+          const __m512i sc = k6_scale(s, 8 * h6 + 2 * e + rr + 4 * half);  // int32 lanes, -128..127
+          const __m512i l = _mm512_and_si512(sc, _mm512_set1_epi32(15)), h = _mm512_srai_epi32(sc, 4);
+          const __m512i fl = kqt_pair16(l), fh8 = kqt_pair16(_mm512_add_epi32(h, _mm512_set1_epi32(8)));
+          const __m512i l2 = kqt_bytes(_mm512_add_epi32(l, l)), h2 = kqt_bytes(_mm512_add_epi32(h, h));
 #pragma GCC unroll 4
           for (int r = 4 * rr; r < 4 * rr + 4; ++r) {
             const __m512i q = k6_quants(s, h6, e, r, half);
-            const __m512i ql = _mm512_and_si512(q, m4);
-            const __m512i qh = _mm512_sub_epi8(_mm512_and_si512(_mm512_srli_epi16(q, 4), m3), two);
+            const __m512i ql = _mm512_and_si512(q, m4), qh2 = _mm512_and_si512(_mm512_srli_epi16(q, 4), m3);
             const int row = 64 * (8 * e + r);
-            _mm512_store_si512(t + row, _mm512_mullo_epi16(ql, fl));  // <= 225: no carry between bytes
-            _mm512_store_si512(t + 1024 + row, kqt_mul_bytes(qh, fl));
-            _mm512_store_si512(t + 2048 + row, kqt_mul_bytes(ql, fh));
-            _mm512_store_si512(t + 3072 + row, kqt_mul_bytes(qh, fh));
+            _mm512_store_si512(t + row, _mm512_mullo_epi16(ql, fl));
+            _mm512_store_si512(t + 1024 + row, _mm512_sub_epi8(_mm512_mullo_epi16(qh2, fl), l2));
+            _mm512_store_si512(t + 2048 + row, _mm512_sub_epi8(_mm512_mullo_epi16(ql, fh8), _mm512_slli_epi16(ql, 3)));
+            _mm512_store_si512(t + 3072 + row, _mm512_sub_epi8(_mm512_sub_epi8(_mm512_mullo_epi16(qh2, fh8), _mm512_slli_epi16(qh2, 3)), h2));
           }
         }
     }
