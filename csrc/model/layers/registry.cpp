@@ -16,13 +16,13 @@ static const LayerKind kKinds[] = {
     {"moe_ffn", Role::Ffn, &build_moe_ffn},
 };
 
-const LayerKind& find_layer_kind(const std::string& name) {
+const LayerKind& find_layer_kind(std::string_view name) {
   std::string known;
   for (const LayerKind& k : kKinds) {
     if (name == k.name) return k;
     known += (known.empty() ? "" : ", ") + std::string(k.name);
   }
-  fail("Transformer", "unknown layer kind '" + name + "' (known: " + known + ")");
+  fail("Transformer", "unknown layer kind '" + std::string(name) + "' (known: " + known + ")");
 }
 
 }  // namespace eyas::model

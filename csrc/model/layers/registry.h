@@ -3,6 +3,7 @@
 #pragma once
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "model/layer.h"
 
@@ -16,7 +17,8 @@ struct LayerKind {
   std::unique_ptr<Layer> (*build)(const LayerInit& init);
 };
 
-// Fails "[Transformer] unknown layer kind 'x'" (listing the known ones).
-const LayerKind& find_layer_kind(const std::string& name);
+// Fails "[Transformer] unknown layer kind 'x'" (listing the known ones). A string_view, so callers
+// passing a literal bind no temporary (GCC 13 took the returned table entry for a dangling one).
+const LayerKind& find_layer_kind(std::string_view name);
 
 }  // namespace eyas::model
