@@ -106,6 +106,26 @@ def test_sampling_is_seeded():
     assert runs[0] == runs[1] and runs[0] != runs[2]
 
 
+@pytest.mark.parametrize("params", [dict(temperature=2.0), dict(temperature=0.8, top_p=0.9), dict(temperature=1.5, top_k=10)])
+def test_sampled_speculative_output_is_plain_sampled_output(params):
+    """Accept draws the target's token with the uniform plain decoding spends on it and follows a
+    child holding it, so a seed gives the same tokens with or without speculation, any tree."""
+    spec, core = make_target(mix=0.3)
+    cfg, t = random_checkpoint(1, spec, draft_vocab=48)
+    drafter = build(spec, core, cfg, t)
+    plain_t = _core.Transformer(spec, core, max_context=256, aux_layers=AUX)
+    speculative_t = _core.Transformer(spec, core, max_context=256, aux_layers=AUX + [LAYERS])
+    accepted = 0
+    for seed, prompt in [(1, [4, 5, 6]), (2, [9, 1, 30, 2])]:
+        sampling = SamplingParams(seed=seed, **params)
+        want = take(plain_steps(plain_t, prompt, sampling), 40)
+        for policy in POLICIES:
+            gen = SpeculativeGenerator(speculative_t, Eagle3Proposer(drafter), policy)
+            assert take(gen.steps(prompt, sampling), 40) == want, f"policy {policy}, seed {seed}"
+            accepted += gen.metrics()["num_accepted_tokens"]
+    assert accepted > 0  # drafted tokens were accepted, not only bonus tokens emitted
+
+
 def test_aux_layer_mismatch_is_an_error():
     spec, core = make_target()
     cfg, t = random_checkpoint(1, spec)

@@ -49,25 +49,20 @@ AcceptResult accept_tree(const RowLogits& row_logits, int64_t vocab, const int32
       cur = next;
       continue;
     }
+    // The target's own draw at this position, with the one uniform plain decoding would spend on it;
+    // a child holding that token is accepted. A child is thus accepted with its probability p(x)
+    // (siblings: the sum of theirs), as in rejection sampling with the draft as deterministic, and the
+    // emitted tokens are plain sampled decoding's, draw for draw, whatever the tree.
     target_probs(row, vocab, params, p);
-    double total = 1.0;  // mass left after zeroing rejected siblings; p / total is the residual
+    const int32_t x = sample_index(p, 1.0, rng);
     int32_t next = -1;
-    for (int32_t c : children[size_t(cur)]) {
-      const int32_t x = tokens[c];
-      if (p[size_t(x)] <= 0.0) continue;  // zero-probability or an already-rejected duplicate
-      if (rng.uniform() * total < p[size_t(x)]) {
+    for (int32_t c : children[size_t(cur)])
+      if (tokens[c] == x) {
         next = c;
         break;
       }
-      total -= p[size_t(x)];
-      p[size_t(x)] = 0.0;
-      if (!(total > 1e-12)) {  // drift after many subtractions: recompute exactly
-        total = total_mass(p);
-      }
-    }
     if (next < 0) {
-      total = total_mass(p);
-      r.tokens.push_back(sample_index(p, total, rng));
+      r.tokens.push_back(x);
       return r;
     }
     r.tokens.push_back(tokens[next]);

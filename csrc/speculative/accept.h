@@ -1,5 +1,5 @@
 // Accepting a verified draft tree (reference eagle3.md §5.2-5.3): the greedy longest-path walk
-// and lossless recursive rejection sampling over siblings (draft treated as deterministic, q = 1).
+// and, sampled, the target's own draw matched against the children (draft deterministic, q = 1).
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -20,8 +20,10 @@ void check_tree(const char* op, const int32_t* tokens, const int32_t* parents, i
 
 // logits: [n, vocab] target logits of every node (row i predicts the token after node i).
 // Greedy: follow the child whose token equals the argmax, bonus = argmax at the last node.
-// Sampling: at each node try the children in node order, accepting token x with probability
-// p(x) (p renormalised after each rejection); otherwise draw from the residual p.
+// Sampling: at each node draw the target's token x as plain decoding would (one uniform from rng,
+// sample_token's draw) and follow the first child whose token is x; none: x is the bonus. The output
+// is plain sampled decoding's for the same rng, whatever the tree (a child is accepted with
+// probability p(x), siblings with the sum of theirs: EAGLE's rejection scheme with q = 1).
 AcceptResult accept_tree(const float* logits, int64_t vocab, const int32_t* tokens, const int32_t* parents,
                          int32_t n, const SamplingParams& params, Rng& rng);
 
