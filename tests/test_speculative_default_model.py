@@ -46,3 +46,18 @@ def test_seeded_sampling_on_default_model(model):
     b = model.generate("Tell me a story.", chat=True, max_tokens=16, temperature=0.8, seed=3)
     assert a.tokens == b.tokens and len(a.tokens) > 0
     assert np.isfinite(a.metrics["mean_accepted_length"])
+
+
+@pytest.mark.parametrize("tree", [None, "chain:3", "4,3,8"])
+def test_sampled_output_is_plain_sampled_output_on_default_model(model, tree):
+    """A seed's tokens with speculation are plain sampled decoding's, whatever the tree and whatever
+    depths the chooser picks from its measured times."""
+    kw = dict(chat=True, max_tokens=32, temperature=0.8, top_p=0.9, seed=5)
+    proposer = model.proposer
+    try:
+        model.proposer = None
+        want = model.generate("Write a short poem about rivers.", **kw)
+    finally:
+        model.proposer = proposer
+    got = model.generate("Write a short poem about rivers.", tree=tree, **kw)
+    assert got.tokens == want.tokens and got.text == want.text
