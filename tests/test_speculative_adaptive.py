@@ -160,7 +160,7 @@ class Scripted:
     CYCLE = [0, 0, 2, 0, 3, 1, 0, 3, 3, 0]
     plain_cost = None
 
-    def __init__(self, max_depth, cost=None, previous=None, costs_of=None, sampled=None):
+    def __init__(self, max_depth, cost=None, previous=None, costs_of=None):
         self.i, self.seen = -1, []
         self.fixed = cost is not None
 
@@ -241,21 +241,27 @@ def pairs_are_the_committed_sequence(spec, core, calls, seq) -> int:
     return len(tokens)
 
 
-def test_sampled_tokens_depend_on_the_seed_alone():
-    """Under sampling the depth follows measured times, yet seeded runs repeat token for token and equal
-    plain sampled decoding: each emitted token is the target's own draw."""
+def test_sampled_depth_depends_on_the_seed_alone():
+    """Under sampling the depth follows acceptance and a fixed cost model, never timings: seeded runs
+    repeat round for round, their tokens plain sampled decoding's; a useless (random) drafter still
+    drops to plain steps."""
     spec, core = make_target()
     cfg, t = random_checkpoint(1, spec, draft_vocab=48)
     drafter = build(spec, core, cfg, t)
     target = _core.Transformer(spec, core, max_context=256, aux_layers=AUX)
     plain = _core.Transformer(spec, core, max_context=256, aux_layers=AUX)
-    runs = []
+    runs, metrics = [], []
     for seed in (11, 11, 12):
         sampling = SamplingParams(temperature=2.0, seed=seed)
         gen = SpeculativeGenerator(target, Eagle3Proposer(drafter), TreePolicy.auto(3))
         runs.append(take(gen.steps([4, 5, 6], sampling), 60))
+        metrics.append(gen.metrics())
         assert runs[-1] == take(plain_steps(plain, [4, 5, 6], sampling), 60)
     assert runs[0] == runs[1] and runs[0] != runs[2]
+    assert metrics[0] == {**metrics[1], "propose_s": metrics[0]["propose_s"], "verify_s": metrics[0]["verify_s"],
+                          "accept_s": metrics[0]["accept_s"]}
+    m = metrics[0]
+    assert m["num_draft_tokens"] < m["num_drafts"]  # mostly plain steps
 
 
 def test_a_greedy_chooser_starts_from_the_previous_ones_costs_and_acceptance():
@@ -397,26 +403,26 @@ def test_fixed_cost_chooser_explores_a_first_draft_after_an_early_rejection():
     assert sum(1 for d in picks[:16] if d) <= 3, picks[:16]
 
 
-def test_sampled_rounds_follow_measured_costs(monkeypatch):
-    """Sampled output does not depend on the depths, so a sampled generation's chooser times its
-    rounds as a greedy one does (its acceptance prior and first-draft optimism stay the sampled ones)."""
-    made = []
+def test_sampled_rounds_price_the_context(monkeypatch):
+    """Under sampling the generator hands the chooser the fixed model at the current context:
+    dearer after a long prompt, and a function of the committed length alone."""
+    import eyas
 
-    class Recorded(DepthChooser):
-        def __init__(self, *args, **kw):
-            super().__init__(*args, **kw)
-            made.append(self)
-
-    monkeypatch.setattr(generator_module, "DepthChooser", Recorded)
-    spec, core = make_target()
-    cfg, t = random_checkpoint(1, spec, draft_vocab=48)
-    drafter = build(spec, core, cfg, t)
-    target = _core.Transformer(spec, core, max_context=256, aux_layers=AUX)
-    gen = SpeculativeGenerator(target, Eagle3Proposer(drafter), TreePolicy.auto(3))
-    take(gen.steps([4, 5, 6], SamplingParams(temperature=2.0, seed=1)), 40)
-    chooser = made[0]
-    assert not chooser.fixed and chooser.sampled
-    assert chooser.cost[0] is not None and chooser.cost[1] is not None  # both timed in this generation
+    seen = []
+    orig = DepthChooser.set_fixed_cost
+    monkeypatch.setattr(DepthChooser, "set_fixed_cost", lambda self, cost: (orig(self, cost), seen.append(list(self.cost))))
+    m = eyas.load(max_context=2048)
+    short_prompt, long_prompt = "Tell me about owls.", "Owls hunt at night. " * 150
+    costs = {}
+    for name, prompt in (("short", short_prompt), ("long", long_prompt)):
+        seen.clear()
+        m.generate(prompt, max_tokens=6, temperature=0.8, seed=3)
+        assert seen, "the sampled chooser was never priced"
+        costs[name] = seen[0]
+    assert costs["long"][1] > costs["short"][1] + 0.04  # ~1.41 against ~1.35 steps at ~1.1K tokens
+    seen.clear()
+    m.generate(long_prompt, max_tokens=6, temperature=0.8, seed=3)
+    assert seen[0] == costs["long"]  # the same context gives the same model on every run
 
 
 def test_choosers_can_share_one_cost_table():

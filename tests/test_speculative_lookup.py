@@ -117,7 +117,7 @@ def test_every_committed_pair_reaches_the_drafter_once_in_order_through_lookup_r
     assert len(calls) >= 2 and pairs_are_the_committed_sequence(spec, core, calls, seq) > 20
 
 
-def test_sampled_lookup_tokens_depend_on_the_seed_alone():
+def test_sampled_lookup_rounds_depend_on_the_seed_alone():
     spec, core, drafter = looping_setup()
     target = _core.Transformer(spec, core, max_context=256, aux_layers=drafter.aux_layers)
     plain = _core.Transformer(spec, core, max_context=256, aux_layers=drafter.aux_layers)
@@ -126,9 +126,9 @@ def test_sampled_lookup_tokens_depend_on_the_seed_alone():
         sampling = SamplingParams(temperature=0.1, seed=seed)
         gen = SpeculativeGenerator(target, Eagle3Proposer(drafter), TreePolicy.auto(3))
         runs.append(take(gen.steps([4, 5, 6, 4, 5], sampling), 80))
-        metrics.append(gen.metrics())
+        metrics.append({k: v for k, v in gen.metrics().items() if not k.endswith("_s")})
         assert runs[-1] == take(plain_steps(plain, [4, 5, 6, 4, 5], sampling), 80)  # plain decoding's draws
-    assert runs[0] == runs[1] and runs[0] != runs[2]
+    assert runs[0] == runs[1] and runs[0] != runs[2] and metrics[0] == metrics[1]
     assert metrics[0]["num_lookup_accepted_tokens"] > 0
 
 

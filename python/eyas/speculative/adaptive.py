@@ -7,10 +7,10 @@ p_j and a moving average of c(d) measured on this machine, and picks argmax E(d)
 content the drafter predicts badly, or a machine where verify is dear, falls back towards plain
 decoding instead of running slower than it.
 
-Sampled acceptance spends one uniform per emitted token, as plain decoding does (the target's own
-draw, matched against the drafted children), so a seed's tokens do not depend on the depths chosen and
-the depth may follow measured times under sampling too. A fixed cost model (`fixed_cost`) remains for
-callers that want the choice itself to depend on acceptance alone.
+Under sampling c(d) comes from a fixed cost model (`fixed_cost`) and the choice depends only on
+acceptance, itself a function of the seed. A seed's tokens would not depend on timings (sampled
+acceptance emits plain decoding's draw per token), but measured costs, re-learnt by every sampled
+generation, were no faster (docs/speculative.md §3).
 """
 
 from __future__ import annotations
@@ -73,7 +73,7 @@ class DepthChooser:
     CARRIED_TRIES = 4.0
 
     def __init__(self, max_depth: int, cost=None, previous: "DepthChooser | None" = None,
-                 costs_of: "DepthChooser | None" = None, sampled: bool | None = None):
+                 costs_of: "DepthChooser | None" = None):
         """previous: the chooser of the previous generation with the same drafter (greedy only: the
         choice may then depend on earlier requests, which greedy output never does). Its measured
         costs and, as a few tries' worth (CARRIED_TRIES), its acceptance carry over, so a new generation starts where the
@@ -82,14 +82,11 @@ class DepthChooser:
         costs_of: another chooser whose cost table this one shares (measured and updated in place by
         both), for rounds that cost the same whatever their acceptance: copied drafts of every match
         size, so each of them prices its depths from all their rounds.
-        sampled: the rounds sample (default: whether the cost is fixed): the acceptance prior floored at
-        1/2 and the optimism about a first draft (EXPLORE_TRIES), where nothing carries over.
         """
         if not isinstance(max_depth, int) or max_depth < 1:
             raise ValueError(f"[speculative] max_depth must be an integer >= 1, got {max_depth!r}")
         self.max_depth = max_depth
         self.fixed = cost is not None
-        self.sampled = self.fixed if sampled is None else bool(sampled)
         # c(d): seconds per round at depth d as measured, or the fixed model's relative costs
         self.cost: list[float | None] = [None] * (max_depth + 1)
         if self.fixed:
@@ -157,7 +154,7 @@ class DepthChooser:
         """p_1 .. p_d in one pass (each prior is the one before it; a fixed-cost chooser's at least 1/2)."""
         p = 0.5
         for j in range(1, d + 1):
-            prior = max(0.5, p) if self.sampled else p
+            prior = max(0.5, p) if self.fixed else p
             p = (self.accepted[j] + 2.0 * prior) / (self.tried[j] + 2.0)
             yield p
 
@@ -195,7 +192,7 @@ class DepthChooser:
         d = max(range(1, self.max_depth + 1), key=lambda d: (rates[d], d))
         if rates[d] > rates[0] * (1.0 + self.MARGIN):
             return d
-        if self.sampled and self.tried[1] < self.EXPLORE_TRIES:
+        if self.fixed and self.tried[1] < self.EXPLORE_TRIES:
             if (1.0 + self.optimistic_acceptance(1)) / self._cost_estimate(1) > rates[0] * (1.0 + self.MARGIN):
                 return 1
         return 0

@@ -13,7 +13,7 @@ from typing import Iterator
 
 import numpy as np
 
-from eyas.speculative.adaptive import DepthChooser
+from eyas.speculative.adaptive import DepthChooser, fixed_cost, lookup_fixed_cost
 from eyas.speculative.lookup import PromptLookup, chain_tree
 from eyas.speculative.metrics import SpeculativeMetrics
 from eyas.speculative.policy import TreePolicy
@@ -92,14 +92,15 @@ class SpeculativeGenerator:
         # Pairs the proposer has not ingested yet, as parts joined once at its next round (plain steps
         # add one pair each: appending to one array would copy all of them every step).
         pending_aux, pending_tokens = [aux], [np.append(ids[keep + 1:], np.int32(first)).astype(np.int32)]
-        # Output never depends on the drafts (greedy: the argmax; sampled: plain decoding's draw per token),
-        # so the depth follows measured times. Greedy choosers carry over between generations; sampled
-        # acceptance depends on the filters, so sampled ones start afresh.
+        # Greedy depths follow measured times. Sampled tokens do not depend on the depths either (each is
+        # plain decoding's draw), but sampled depths follow a fixed cost model: measured costs, starting
+        # afresh each generation, were no faster (docs/speculative.md §3), and the model keeps a seed's
+        # rounds, not only its tokens, the same on every run.
         greedy = sampling.greedy
         chooser = lookup = copies = None  # copies: match length -> the chooser of copied drafts' depth
         if self.policy.adaptive:
             previous = _GREEDY_CHOOSERS.get(proposer) if greedy else None
-            chooser = DepthChooser(self.policy.depth, previous=previous, sampled=not greedy)
+            chooser = DepthChooser(self.policy.depth, cost=None if greedy else fixed_cost, previous=previous)
             if greedy:
                 _GREEDY_CHOOSERS[proposer] = chooser
         if self.policy.lookup:  # copies of earlier text (eyas.speculative.lookup), where they pay
@@ -111,10 +112,11 @@ class SpeculativeGenerator:
             # sharing one cost table (a copy round costs the same whatever the match).
             copies = {}
             for n in lookup.SIZES:
-                copies[n] = DepthChooser(self.policy.depth, previous=previous.get(n),
-                                         costs_of=copies.get(lookup.SIZES[0]), sampled=not greedy)
+                copies[n] = DepthChooser(self.policy.depth, cost=None if greedy else lookup_fixed_cost,
+                                         previous=previous.get(n), costs_of=copies.get(lookup.SIZES[0]))
             if greedy:
                 _GREEDY_LOOKUP_CHOOSERS[proposer] = copies
+        weights = max(1, target.weight_bytes)
         last = None  # (chooser, depth, accepted, start time) of the previous round: its cost runs to this
         # round's start, so it includes what the caller does with each round's tokens (plain steps make more rounds)
         while True:
@@ -131,10 +133,16 @@ class SpeculativeGenerator:
                     yield [root]
             policy = self.policy
             gated = greedy and self.draft_gate is not None and not self.draft_gate()
+            share = 0.0 if greedy else target.state_bytes / weights  # the fixed cost models' context term
+            if chooser and chooser.fixed:  # the fixed model's costs at this round's context
+                chooser.set_fixed_cost(lambda d: fixed_cost(d, share))
             copied, n = lookup.continuation(min(self.policy.depth, room - 1)) if lookup and not gated else ([], 0)
             if copied:
                 copier = copies[n]
-                copier.use_plain_cost(chooser.plain_cost)
+                if copier.fixed:
+                    copier.set_fixed_cost(lambda d: lookup_fixed_cost(d, share))
+                else:
+                    copier.use_plain_cost(chooser.plain_cost)
                 depth = min(copier.choose(), len(copied))
                 if depth > 0:
                     t0 = time.perf_counter()
