@@ -3,8 +3,9 @@
 Each prompt runs plain and speculative generation back to back (order alternating per repeat), after
 one untimed warm-up of each. Prompts belong to workloads (a line's "workload", else its file's name);
 the table reports per prompt and per workload the decode speeds, their ratio, the mean accepted
-length (tau), the acceptance rate at each depth, the worst single prompt and whether the greedy
-outputs were identical. `--plot FILE.png` draws the ratios and per-depth acceptance.
+length (tau), the acceptance rate at each depth, the worst single prompt and whether the outputs
+were identical (greedy, and sampled: both modes draw plain decoding's tokens for the seed).
+`--plot FILE.png` draws the ratios and per-depth acceptance.
 """
 
 from __future__ import annotations
@@ -120,7 +121,7 @@ def bench(model, prompts: list[dict], *, policy=None, max_tokens=128, repeats=1,
         worst = min(mine, key=lambda r: r["speedup"])
         workloads[w] = {**_rates(_pooled(mine)), "prompts": len(mine), "worst_prompt": worst["prompt"],
                         "worst_speedup": worst["speedup"],
-                        "identical": all(r["identical"] for r in mine) if temperature == 0 else None}
+                        "identical": all(r["identical"] for r in mine)}
     total = _rates(_pooled(rows))
     return {
         "rows": rows,
@@ -130,7 +131,7 @@ def bench(model, prompts: list[dict], *, policy=None, max_tokens=128, repeats=1,
         "speed_ratio": total["speedup"],
         "mean_accepted_length": total["mean_accepted_length"],
         "acceptance_per_pos": total["acceptance_per_pos"],
-        "identical": all(r["identical"] for r in rows) if temperature == 0 else None,
+        "identical": all(r["identical"] for r in rows),
         "tree": {"top_k": pol.top_k, "depth": pol.depth, "total_tokens": pol.total_tokens, "adaptive": pol.adaptive,
                  "lookup": pol.lookup},
         "max_tokens": max_tokens,
@@ -222,7 +223,7 @@ def _table(result: dict) -> str:
                      f"{v['speedup']:>5.2f}x {v['mean_accepted_length']:>5.2f} {v['copied']:>6.0%} {worst:>12}  "
                      f"{_depths(v['acceptance_per_pos'])}")
     t = result["tree"]
-    same = {True: "yes", False: "NO", None: "n/a (sampling)"}[result["identical"]]
+    same = "yes" if result["identical"] else "NO"
     lines.append(f"all: plain {result['plain_tok_s']:.1f} tok/s, speculative {result['speculative_tok_s']:.1f} tok/s, "
                  f"ratio {result['speed_ratio']:.2f}x, mean accepted length {result['mean_accepted_length']:.2f}, "
                  f"identical {same} | tree top_k={t['top_k']} depth={t['depth']}{' (adaptive)' if t['adaptive'] else ''}"
