@@ -179,7 +179,9 @@ def test_the_lookup_family_keeps_greedy_output_identical_without_a_drafter():
         gen = SpeculativeGenerator(target, LookupProposer(), None)
         assert take(gen.steps(prompt, SamplingParams()), 80) == want
         m = gen.metrics()
-        assert m["num_lookup_drafts"] == m["num_draft_tokens"] > 0 or m["num_draft_tokens"] == 0
+        # Every drafted token is a copy (tokens against tokens: a copy round may draft several, as the
+        # measured chooser decides, which made a rounds-against-tokens check fail now and then).
+        assert m["num_lookup_draft_tokens"] == m["num_draft_tokens"]
         copied += m["num_lookup_accepted_tokens"]
     assert copied > 20
     runs = [take(SpeculativeGenerator(target, LookupProposer(), None).steps(
