@@ -31,41 +31,22 @@ AcceptResult accept_tree(const RowLogits& row_logits, int64_t vocab, const int32
   AcceptResult r;
   r.path.push_back(0);
   int32_t cur = 0;
-  const bool greedy = params.temperature <= 0.0f;
   std::vector<double> p;
   while (true) {
-    const float* row = row_logits(cur);
-    if (greedy) {
-      const int32_t best = argmax_row(row, vocab);
-      int32_t next = -1;
-      for (int32_t c : children[size_t(cur)])
-        if (tokens[c] == best) {
-          next = c;  // siblings from the builder are distinct; with duplicates the first wins
-          break;
-        }
-      r.tokens.push_back(best);
-      if (next < 0) return r;
-      r.path.push_back(next);
-      cur = next;
-      continue;
-    }
-    // The target's own draw at this position, with the one uniform plain decoding would spend on it;
-    // a child holding that token is accepted. A child is thus accepted with its probability p(x)
-    // (siblings: the sum of theirs), as in rejection sampling with the draft as deterministic, and the
-    // emitted tokens are plain sampled decoding's, draw for draw, whatever the tree.
-    target_probs(row, vocab, params, p);
-    const int32_t x = sample_index(p, 1.0, rng);
+    // The target's token here, drawn as plain decoding draws it (greedy: the argmax; sampled: one
+    // uniform from rng), and the first child holding it (siblings from the builder are distinct). So
+    // the emitted tokens are plain decoding's, draw for draw, whatever the tree; a sampled child is
+    // accepted with its probability p(x), siblings with the sum of theirs, as in rejection sampling
+    // with the draft treated as deterministic.
+    const int32_t x = sample_token(row_logits(cur), vocab, params, rng, p);
+    r.tokens.push_back(x);
     int32_t next = -1;
     for (int32_t c : children[size_t(cur)])
       if (tokens[c] == x) {
         next = c;
         break;
       }
-    if (next < 0) {
-      r.tokens.push_back(x);
-      return r;
-    }
-    r.tokens.push_back(tokens[next]);
+    if (next < 0) return r;
     r.path.push_back(next);
     cur = next;
   }

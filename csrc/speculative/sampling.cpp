@@ -173,8 +173,8 @@ double total_mass(const std::vector<double>& probs) {
   return ((lanes[0] + lanes[4]) + (lanes[2] + lanes[6])) + ((lanes[1] + lanes[5]) + (lanes[3] + lanes[7]));
 }
 
-int32_t sample_index(const std::vector<double>& probs, double total, Rng& rng) {
-  const double target = rng.uniform() * total;
+int32_t sample_index(const std::vector<double>& probs, Rng& rng) {
+  const double target = rng.uniform();
   double cum = 0.0;
   int32_t last = -1;
   for (size_t i = 0; i < probs.size(); ++i) {
@@ -189,7 +189,7 @@ int32_t sample_index(const std::vector<double>& probs, double total, Rng& rng) {
 int32_t sample_token(const float* logits, int64_t n, const SamplingParams& p, Rng& rng, std::vector<double>& probs) {
   if (p.temperature <= 0.0f) return argmax_row(logits, n);
   target_probs(logits, n, p, probs);
-  return sample_index(probs, 1.0, rng);
+  return sample_index(probs, rng);
 }
 
 }  // namespace eyas::speculative

@@ -31,12 +31,12 @@ void target_probs(const float* logits, int64_t n, const SamplingParams& p, std::
 // order: one value on every machine, without a 49K-long chain of dependent additions.
 double total_mass(const std::vector<double>& probs);
 
-// Draws an index from probs / total (total = sum of probs, passed in so callers can zero entries
-// without renormalising). Scans in index order, so a draw is a pure function of the RNG state.
-int32_t sample_index(const std::vector<double>& probs, double total, Rng& rng);
+// Draws an index from probs (summing to 1, as target_probs leaves them) with one uniform. Scans in
+// index order, so a draw is a pure function of the RNG state.
+int32_t sample_index(const std::vector<double>& probs, Rng& rng);
 
-// One token from logits[n]: argmax_row when greedy, else a draw from target_probs. Plain decoding
-// and the first token use it; accept_tree draws from the same distribution with the same rng.
+// One token from logits[n]: argmax_row when greedy, else a draw from target_probs. Plain decoding,
+// the first token and accept_tree (the target's token at each node it visits) use it.
 // probs: scratch, reused across calls.
 int32_t sample_token(const float* logits, int64_t n, const SamplingParams& p, Rng& rng, std::vector<double>& probs);
 
