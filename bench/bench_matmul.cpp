@@ -3,7 +3,8 @@
 // weight bytes, GOP/s and the time ratio against T=1 (the speculative verify path needs T=32 to
 // cost well under 2x T=1). EYAS_BENCH_SCALE=k multiplies the time spent per row (default 1);
 // EYAS_BENCH_TYPES=Q4_1,Q8_0, EYAS_BENCH_SHAPES=1536x576, EYAS_BENCH_THREADS=1 and
-// EYAS_BENCH_ROWS=1,32 limit the table (T = 256, 512 run only when listed) (ratios need T=1 listed); EYAS_ISA forces a path;
+// EYAS_BENCH_ROWS=1,32 limit the table (ratios need T=1 listed; T = 256 and 512 run only when listed);
+// EYAS_ISA forces a path;
 // EYAS_BENCH_NO_PACK=1 times Q4 calls that repack their weight per call (as a caller without a
 // kept pack would). EYAS_BENCH_COLD=1 cycles through copies of each weight (EYAS_BENCH_COLD_MB, default
 // 256 MiB, in all; at least two) so every call streams it from DRAM, as a decode step does; otherwise

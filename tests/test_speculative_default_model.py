@@ -51,7 +51,7 @@ def test_seeded_sampling_on_default_model(model):
 @pytest.mark.parametrize("tree", [None, "chain:3", "4,3,8"])
 def test_sampled_output_is_plain_sampled_output_on_default_model(model, tree):
     """A seed's tokens with speculation are plain sampled decoding's, whatever the tree and whatever
-    depths the chooser picks from its measured times."""
+    depths the adaptive chooser picks."""
     kw = dict(chat=True, max_tokens=32, temperature=0.8, top_p=0.9, seed=5)
     proposer = model.proposer
     try:

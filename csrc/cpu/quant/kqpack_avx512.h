@@ -14,9 +14,13 @@
 // Xeon (bench_matmul cold, 2 threads, 16384x2048 T = 1 / 8: 851-861 / 1,428-1,678 -> 686-750 /
 // 1,243-1,295 us; SmolLM2-1.7B Q4_K_M decode step 43.5-44.4 -> 41.4-43.6 ms), where Zen 4 had it even.
 template <int Bytes>
-static inline void kq_prefetch_next(const uint8_t* p) {
+static inline void kq_prefetch_block(const uint8_t* p) {  // the block at p, into L2
 #pragma GCC unroll 64
-  for (int l = 0; l < (Bytes + 63) / 64; ++l) _mm_prefetch(reinterpret_cast<const char*>(p + Bytes + 64 * l), _MM_HINT_T1);
+  for (int l = 0; l < (Bytes + 63) / 64; ++l) _mm_prefetch(reinterpret_cast<const char*>(p + 64 * l), _MM_HINT_T1);
+}
+template <int Bytes>
+static inline void kq_prefetch_next(const uint8_t* p) {
+  kq_prefetch_block<Bytes>(p + Bytes);
 }
 
 // Block b's float term of dot_generic.h for one row, given the row's sub-block dots with their
@@ -324,9 +328,7 @@ static void kq_rows_unpacked(const Job& j, const int32_t* pairs, const uint8_t* 
 #pragma GCC unroll 16
   for (int t = 0; t < RT; ++t) acc[t] = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
-    if (next)  // block b of the next group
-#pragma GCC unroll 64
-      for (int l = 0; l < (block_bytes + 63) / 64; ++l) _mm_prefetch(reinterpret_cast<const char*>(next + b * block_bytes + 64 * l), _MM_HINT_T1);
+    if (next) kq_prefetch_block<block_bytes>(next + b * block_bytes);  // block b of the next group
     __m512i iv[RT];
 #pragma GCC unroll 16
     for (int t = 0; t < RT; ++t) iv[t] = _mm512_setzero_si512();

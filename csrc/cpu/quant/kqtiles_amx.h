@@ -138,9 +138,7 @@ static void kqt_pass(const Job& j, const int32_t* pairs, int64_t n, int64_t r0, 
       if (g0 == r0 && !unpacked) {
         const uint8_t* s = src + b * block_bytes;
         kq_prefetch_next<block_bytes>(s);
-        if (next)
-#pragma GCC unroll 64
-          for (int l = 0; l < (block_bytes + 63) / 64; ++l) _mm_prefetch(reinterpret_cast<const char*>(next + b * block_bytes + 64 * l), _MM_HINT_T1);
+        if (next) kq_prefetch_block<block_bytes>(next + b * block_bytes);
         if constexpr (K == kQ6_K) kqt_unpack6(s, bb);
         else kqt_unpack45<K>(s, bb);
       }
