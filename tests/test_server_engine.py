@@ -302,6 +302,25 @@ def test_default_model_with_its_drafter_under_load_and_from_the_cache(engine_for
     assert cached["cached_tokens"] > len(prompts[0]) and cached["tokens"] == fresh(new, turn2, sampling, 16)
 
 
+def test_gated_greedy_requests_keep_their_prompt_cache(engine_for):
+    """Greedy requests under load run plain steps (the draft gate); their drafter reads those steps'
+    pairs when the request ends, so a second turn keeps the first one's tokens (it kept none before)."""
+    from tests.fixtures.default_model import load_or_skip
+
+    load_or_skip()
+    model = api.load(threads=1, max_context=512)
+    if model.proposer is None:
+        pytest.skip("no bundled drafter fits the default model")
+    greedy = SamplingParams()
+    prompts = [model.encode_prompt(p, chat=True) for p in ("Name a color.", "Say hi.", "Count to three.")]
+    engine = engine_for(model, max_concurrency=3, max_queue=8)
+    under_load = collect(engine, [Request(ids, greedy, 16) for ids in prompts])
+    turn2 = prompts[0] + under_load[0]["tokens"] + model.encode_prompt("And another?")
+    cached = collect(engine, [Request(turn2, greedy, 16)])[0]
+    assert cached["cached_tokens"] > len(prompts[0]) + len(under_load[0]["tokens"]) // 2
+    assert cached["tokens"] == fresh(api.load(threads=1, max_context=512), turn2, greedy, 16)
+
+
 def test_draft_gate_makes_greedy_rounds_plain_and_leaves_sampling_alone(tiny, caching_family):
     """The server's draft gate (drafts only while a request runs alone): closed, a greedy request
     drafts nothing and still gives the plain tokens; a sampled request ignores it (its draws must not

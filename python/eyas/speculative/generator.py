@@ -119,99 +119,108 @@ class SpeculativeGenerator:
         weights = max(1, target.weight_bytes)
         last = None  # (chooser, depth, accepted, start time) of the previous round: its cost runs to this
         # round's start, so it includes what the caller does with each round's tokens (plain steps make more rounds)
-        while True:
-            if last is not None:
-                last[0].observe(last[1], last[2], time.perf_counter() - last[3])
-                last = None
-            room = target.capacity - target.length
-            if room < 2:  # no space left for a tree: finish with plain steps (the proposer is done)
-                root = int(pending_tokens[-1][-1])
-                while True:
-                    out = target.forward(np.array([root], np.int32), logits="last")
-                    target.commit(np.zeros(1, np.int32))
-                    root = sampling.sample(out["logits"][-1], rng)
-                    yield [root]
-            policy = self.policy
-            gated = greedy and self.draft_gate is not None and not self.draft_gate()
-            share = 0.0 if greedy else target.state_bytes / weights  # the fixed cost models' context term
-            if chooser and chooser.fixed:  # the fixed model's costs at this round's context
-                chooser.set_fixed_cost(lambda d: fixed_cost(d, share))
-            copied, n = lookup.continuation(min(self.policy.depth, room - 1)) if lookup and not gated else ([], 0)
-            if copied:
-                copier = copies[n]
-                if copier.fixed:
-                    copier.set_fixed_cost(lambda d: lookup_fixed_cost(d, share))
+        drafter_done = False  # the context is full: the last steps run plain, and their pairs are dropped
+        try:
+            while True:
+                if last is not None:
+                    last[0].observe(last[1], last[2], time.perf_counter() - last[3])
+                    last = None
+                room = target.capacity - target.length
+                if room < 2:  # no space left for a tree: finish with plain steps (the proposer is done)
+                    drafter_done = True
+                    root = int(pending_tokens[-1][-1])
+                    while True:
+                        out = target.forward(np.array([root], np.int32), logits="last")
+                        target.commit(np.zeros(1, np.int32))
+                        root = sampling.sample(out["logits"][-1], rng)
+                        yield [root]
+                policy = self.policy
+                gated = greedy and self.draft_gate is not None and not self.draft_gate()
+                share = 0.0 if greedy else target.state_bytes / weights  # the fixed cost models' context term
+                if chooser and chooser.fixed:  # the fixed model's costs at this round's context
+                    chooser.set_fixed_cost(lambda d: fixed_cost(d, share))
+                copied, n = lookup.continuation(min(self.policy.depth, room - 1)) if lookup and not gated else ([], 0)
+                if copied:
+                    copier = copies[n]
+                    if copier.fixed:
+                        copier.set_fixed_cost(lambda d: lookup_fixed_cost(d, share))
+                    else:
+                        copier.use_plain_cost(chooser.plain_cost)
+                    depth = min(copier.choose(), len(copied))
+                    if depth > 0:
+                        t0 = time.perf_counter()
+                        tree = chain_tree(int(pending_tokens[-1][-1]), copied[:depth])
+                        verified = verify(target, tree, self.n_features, self.lazy)
+                        t1 = time.perf_counter()
+                        acc = accept(verified, tree, sampling, rng, proposer.target_head)
+                        commit(target, acc)
+                        s = self.stats
+                        s.verify_s += t1 - t0
+                        s.accept_s += time.perf_counter() - t1
+                        s.observe(tree.size, len(acc.path) - 1)
+                        s.observe_lookup(depth, len(acc.path) - 1)
+                        last = (copier, depth, len(acc.path) - 1, t0)
+                        # The drafter reads these pairs at its next round, as it does a plain step's.
+                        pending_aux.append(verified.features[acc.path])
+                        pending_tokens.append(acc.tokens)
+                        lookup.extend(acc.tokens)
+                        yield acc.tokens.tolist()
+                        continue
+                if gated:
+                    depth = 0  # a plain step that the chooser neither schedules nor times
                 else:
-                    copier.use_plain_cost(chooser.plain_cost)
-                depth = min(copier.choose(), len(copied))
-                if depth > 0:
+                    depth = (chooser.choose() if proposer.drafts else chooser.plain_round()) if chooser else policy.depth
+                if depth == 0:  # a plain step; the proposer ingests its pair before the next propose
                     t0 = time.perf_counter()
-                    tree = chain_tree(int(pending_tokens[-1][-1]), copied[:depth])
-                    verified = verify(target, tree, self.n_features, self.lazy)
-                    t1 = time.perf_counter()
-                    acc = accept(verified, tree, sampling, rng, proposer.target_head)
-                    commit(target, acc)
-                    s = self.stats
-                    s.verify_s += t1 - t0
-                    s.accept_s += time.perf_counter() - t1
-                    s.observe(tree.size, len(acc.path) - 1)
-                    s.observe_lookup(depth, len(acc.path) - 1)
-                    last = (copier, depth, len(acc.path) - 1, t0)
-                    # The drafter reads these pairs at its next round, as it does a plain step's.
-                    pending_aux.append(verified.features[acc.path])
-                    pending_tokens.append(acc.tokens)
-                    lookup.extend(acc.tokens)
-                    yield acc.tokens.tolist()
+                    root = int(pending_tokens[-1][-1])
+                    features, tokens = self._plain_step(root, sampling, rng)
+                    self.stats.verify_s += time.perf_counter() - t0
+                    self.stats.observe(1, 0)
+                    last = None if gated else (chooser, 0, 0, t0)
+                    pending_aux.append(features)
+                    pending_tokens.append(tokens)
+                    if lookup:
+                        lookup.extend(tokens)
+                    yield tokens.tolist()
                     continue
-            if gated:
-                depth = 0  # a plain step that the chooser neither schedules nor times
-            else:
-                depth = (chooser.choose() if proposer.drafts else chooser.plain_round()) if chooser else policy.depth
-            if depth == 0:  # a plain step; the proposer ingests its pair before the next propose
+                if policy.adaptive:
+                    policy = TreePolicy.chain(depth)
+                if policy.total_tokens > room:
+                    policy = TreePolicy(policy.top_k, policy.depth, room)
                 t0 = time.perf_counter()
-                root = int(pending_tokens[-1][-1])
-                features, tokens = self._plain_step(root, sampling, rng)
-                self.stats.verify_s += time.perf_counter() - t0
-                self.stats.observe(1, 0)
-                last = None if gated else (chooser, 0, 0, t0)
-                pending_aux.append(features)
-                pending_tokens.append(tokens)
+                pairs = np.concatenate(pending_tokens)
+                proposer.ingest(np.concatenate(pending_aux), pairs)
+                t_ingested = time.perf_counter()
+                tree = proposer.propose(policy)
+                t1 = time.perf_counter()
+                verified = verify(target, tree, self.n_features, self.lazy)
+                t2 = time.perf_counter()
+                acc: Accepted = accept(verified, tree, sampling, rng, proposer.target_head)
+                # Before commit: a proposer that picks its drafter from acceptance learns of this round at once.
+                proposer.observe(len(acc.path) - 1, int(tree.depths.max()))
+                commit(target, acc)
+                t3 = time.perf_counter()
+                s = self.stats
+                s.propose_s += t1 - t0
+                s.verify_s += t2 - t1
+                s.accept_s += t3 - t2
+                s.observe(tree.size, len(acc.path) - 1, int(tree.depths.max()))
+                if chooser:
+                    # A catch-up ingest (the prompt, or the pairs of the plain steps since the last draft) is
+                    # paid once for many rounds, not by this one: its time would make drafting look dearer.
+                    catch_up = len(pairs) > depth + 1 or proposer.caught_up
+                    last = (chooser, tree.size - 1, len(acc.path) - 1, t_ingested if catch_up else t0)
+                # The accepted nodes' features pair with the tokens that follow them (reference §3.1).
+                pending_aux, pending_tokens = [verified.features[acc.path]], [acc.tokens]
                 if lookup:
-                    lookup.extend(tokens)
-                yield tokens.tolist()
-                continue
-            if policy.adaptive:
-                policy = TreePolicy.chain(depth)
-            if policy.total_tokens > room:
-                policy = TreePolicy(policy.top_k, policy.depth, room)
-            t0 = time.perf_counter()
-            pairs = np.concatenate(pending_tokens)
-            proposer.ingest(np.concatenate(pending_aux), pairs)
-            t_ingested = time.perf_counter()
-            tree = proposer.propose(policy)
-            t1 = time.perf_counter()
-            verified = verify(target, tree, self.n_features, self.lazy)
-            t2 = time.perf_counter()
-            acc: Accepted = accept(verified, tree, sampling, rng, proposer.target_head)
-            # Before commit: a proposer that picks its drafter from acceptance learns of this round at once.
-            proposer.observe(len(acc.path) - 1, int(tree.depths.max()))
-            commit(target, acc)
-            t3 = time.perf_counter()
-            s = self.stats
-            s.propose_s += t1 - t0
-            s.verify_s += t2 - t1
-            s.accept_s += t3 - t2
-            s.observe(tree.size, len(acc.path) - 1, int(tree.depths.max()))
-            if chooser:
-                # A catch-up ingest (the prompt, or the pairs of the plain steps since the last draft) is
-                # paid once for many rounds, not by this one: its time would make drafting look dearer.
-                catch_up = len(pairs) > depth + 1 or proposer.caught_up
-                last = (chooser, tree.size - 1, len(acc.path) - 1, t_ingested if catch_up else t0)
-            # The accepted nodes' features pair with the tokens that follow them (reference §3.1).
-            pending_aux, pending_tokens = [verified.features[acc.path]], [acc.tokens]
-            if lookup:
-                lookup.extend(acc.tokens)
-            yield acc.tokens.tolist()
+                    lookup.extend(acc.tokens)
+                yield acc.tokens.tolist()
+        except GeneratorExit:
+            # The server's gated requests (draft_gate) may end without their drafter having read the
+            # pairs of their plain steps; read them now, so the next turn's prompt cache keeps them.
+            if self.draft_gate is not None and proposer.drafts and not drafter_done:
+                proposer.ingest(np.concatenate(pending_aux), np.concatenate(pending_tokens))
+            raise
 
     def _plain_step(self, root: int, sampling, rng) -> tuple[np.ndarray, np.ndarray]:
         """A round with nothing drafted: plain decoding's own step (greedy: forward(logits="argmax"),
