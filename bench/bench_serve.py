@@ -1,8 +1,9 @@
 """Aggregate decode throughput of the serving engine (continuous batching) with 1 and with N
-concurrent greedy clients on the same model, alternating rounds (the first pair is warm-up).
+concurrent clients on the same model (greedy unless --temperature), alternating rounds (the first
+pair is warm-up).
 
     PYTHONPATH=build/NAME/pkg python bench/bench_serve.py [--clients 8] [--tokens 64] [--rounds 3]
-        [--model GGUF] [--drafter none|default] [--threads 2]
+        [--model GGUF] [--drafter none|default] [--threads 2] [--temperature T --top-p P --seed S]
 
 Prints, per round, tokens/s for one client and for N, and the ratio; then the median ratio. The
 engine runs without HTTP (eyas.server.engine), so the figure is the engine's, not the network's.
@@ -31,12 +32,12 @@ PROMPTS = [
 ]
 
 
-def serve(engine: Engine, model, prompts: list[str], tokens: int) -> tuple[int, float]:
+def serve(engine: Engine, model, prompts: list[str], tokens: int, sampling: SamplingParams) -> tuple[int, float]:
     """All prompts submitted at once; (generated tokens, seconds until the last one finished)."""
     done: list[queue.Queue] = [queue.Queue() for _ in prompts]
     t0 = time.perf_counter()
     for q, p in zip(done, prompts):
-        req = Request(model.encode_prompt(p, chat=True), SamplingParams(), tokens, ignore_eos=True)
+        req = Request(model.encode_prompt(p, chat=True), sampling, tokens, ignore_eos=True)
         engine.submit(req, lambda kind, payload, q=q: kind != "text" and q.put((kind, payload)))
     total = 0
     for q in done:
@@ -55,15 +56,19 @@ def main() -> None:
     ap.add_argument("--model", default=None)
     ap.add_argument("--drafter", default="none")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--temperature", type=float, default=0.0)
+    ap.add_argument("--top-p", type=float, default=1.0)
+    ap.add_argument("--seed", type=int, default=1)
     a = ap.parse_args()
+    sampling = SamplingParams(temperature=a.temperature, top_p=a.top_p, seed=a.seed)
     model = eyas.load(a.model, drafter=a.drafter, threads=a.threads)
     engine = Engine(model, max_concurrency=a.clients, max_queue=a.clients)
     prompts = (PROMPTS * (a.clients // len(PROMPTS) + 1))[: a.clients]
     ratios = []
     try:
         for r in range(a.rounds + 1):
-            n1, s1 = serve(engine, model, prompts[:1], a.tokens)
-            nn, sn = serve(engine, model, prompts, a.tokens)
+            n1, s1 = serve(engine, model, prompts[:1], a.tokens, sampling)
+            nn, sn = serve(engine, model, prompts, a.tokens, sampling)
             one, many = n1 / s1, nn / sn
             tag = "warm-up" if r == 0 else f"round {r}"
             print(f"{tag}: 1 client {one:.1f} tok/s, {a.clients} clients {many:.1f} tok/s aggregate, "

@@ -110,9 +110,9 @@ def stream(target, prompt_ids, sampling: SamplingParams, *, proposer=None, polic
     the previous generation on them; those are kept instead of prefilled again (same bits: the kernels
     are batch-invariant). The caller vouches that they are the ids it committed; 0 = start fresh.
     `reusable` gives the most a target with recurrent layers can keep.
-    draft_gate: speculative greedy decoding only: a callable asked before each round; False makes the
-    round a plain step (the server: drafts do not pay while other requests share the forward). Sampled
-    generation ignores it, so a seed's draws never depend on it.
+    draft_gate: speculative decoding only: a callable asked before each round; False makes the round a
+    plain step (the server: drafts do not pay while other requests share the forward). The tokens never
+    depend on it: greedy ones are the argmax, sampled ones plain decoding's draw per token.
     """
     if not isinstance(sampling, SamplingParams):
         fail(f"sampling must be a SamplingParams, got {type(sampling).__name__}")

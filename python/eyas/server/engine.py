@@ -253,10 +253,10 @@ class Engine:
             self.metrics.active = self.active
 
     def _drafts_pay(self) -> bool:
-        """Greedy requests draft only while they run alone: beside others, each request's drafter
-        forwards run on their own and its verify rows grow the shared batch, which costs more than the
-        drafts save (bench/bench_serve.py). Greedy output never depends on it; sampled requests keep
-        their drafts (their draws must not depend on the load)."""
+        """Requests draft only while they run alone: beside others, each request's drafter forwards
+        run on their own and its verify rows grow the shared batch, which costs more than the drafts
+        save (bench/bench_serve.py). No request's tokens depend on it (greedy: the argmax; sampled:
+        plain decoding's draw per token)."""
         return self.batcher.sequences <= 1
 
     def _run(self, slot: Slot) -> None:

@@ -64,7 +64,7 @@ class SpeculativeGenerator:
         self.proposer = proposer
         self.n_features = len(feats)
         self.prefill_chunk = prefill_chunk
-        # Greedy only (generation.stream): asked before each round; False makes it a plain step.
+        # Asked before each round (generation.stream); False makes it a plain step, greedy or sampled.
         self.draft_gate = draft_gate
         self.stats = SpeculativeMetrics()
 
@@ -135,7 +135,7 @@ class SpeculativeGenerator:
                         root = sampling.sample(out["logits"][-1], rng)
                         yield [root]
                 policy = self.policy
-                gated = greedy and self.draft_gate is not None and not self.draft_gate()
+                gated = self.draft_gate is not None and not self.draft_gate()
                 share = 0.0 if greedy else target.state_bytes / weights  # the fixed cost models' context term
                 if chooser and chooser.fixed:  # the fixed model's costs at this round's context
                     chooser.set_fixed_cost(lambda d: fixed_cost(d, share))
