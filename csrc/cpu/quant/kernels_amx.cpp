@@ -35,7 +35,7 @@ static inline float H2F(uint16_t h) { return _cvtsh_ss(h); }  // F16C: exact, as
 
 // Q8_0's tile path from this many activation rows: it reads its weights as A tiles with no
 // unpacking (T = 2..16 cost about 2x a T = 1 pass from DRAM) unless the call has the VNNI pack
-// (T <= 6). Q4_0/Q4_1/Q5_0/Q5_1 take the packed path below (activations as A tiles) from T = 16.
+// (T <= q8pack_max_rows). Q4_0/Q4_1/Q5_0/Q5_1 take the packed path below (activations as A tiles) from T = 16.
 constexpr int64_t kAmxMinRowsQ8 = 2;
 
 // Activations laid out for B tiles: per block b and group of 16 rows g, 8 rows (k/4) of
@@ -341,7 +341,9 @@ const Table* table_amx() {
     Table t = *table_avx512();
     t.isa = Isa::Amx;
     t.cols[kQ8_0] = &cols_amx<kQ8_0, &cols_vnni_packed<kQ8_0, &cols_q8_0>>;
-    t.q8pack_max_rows = 6;  // cold: the pack streams T = 4 at ~1.2x the T = 1 time, tiles take ~2x; even at T = 8
+    // Cold, 2 threads, 49152x576 (the default model's head): the pack streams T = 8 in 1,390-1,436 us against
+    // the tiles' 1,957-2,133 (T = 1: 1,130-1,190), T = 12 1,996-2,009 against 1,993-2,164; tiles win from 16.
+    t.q8pack_max_rows = 12;
     t.cols[kQ4_0] = &cols_amx_q4p<kQ4_0>;
     t.cols[kQ4_1] = &cols_amx_q4p<kQ4_1>;
     t.q4pack_min_rows = 1;
