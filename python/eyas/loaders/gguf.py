@@ -54,7 +54,9 @@ def spec_from_metadata(meta: dict, weights: dict, arch):
 
 
 def load_gguf(path: str | Path):
-    """Read a GGUF file into (spec, weights, metadata, file); the file object owns the memory map."""
+    """Read a GGUF file into (spec, weights, metadata, memory map). The map is what keeps the weights'
+    views valid; the parsed header (a 248K-token vocabulary is ~35 MB of Python strings) is not kept
+    with it, so it is freed once the caller has built the tokenizer."""
     path = Path(path)
     f = open_file(path)
     weights = tensors(f)
@@ -63,4 +65,4 @@ def load_gguf(path: str | Path):
     spec = spec_from_metadata(meta, weights, arch)
     normalize_vectors(weights)
     validate(spec, weights, path.name)
-    return spec, weights, meta, f
+    return spec, weights, meta, f.data
