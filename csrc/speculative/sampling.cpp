@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <utility>
 
 #include "core/tensor.h"
 #include "ops/host_rows.h"
@@ -61,13 +62,16 @@ void best_ids(const double* probs, int64_t n, size_t m, std::vector<int32_t>& or
 // from one histogram pass over the values' leading bits (8 buckets per octave), so only about the
 // nucleus gets sorted. One bucket more than needed is taken: the histogram sums in another order
 // than the ranked cumulative sum and may round differently.
-void nucleus_candidates(const double* probs, int64_t n, double top_p, std::vector<int32_t>& ids) {
+// mass_of[n]: the probabilities times `sum` (probability i is mass_of[i] / sum).
+void nucleus_candidates(const double* mass_of, int64_t n, double sum, double top_p, std::vector<int32_t>& ids) {
   // Ids under `floor` hold less than (1 - top_p) / 4 together, so the ids above it reach top_p before
-  // any of them is needed: only those are bucketed (most of a vocabulary is far below it).
-  const double floor = (1.0 - top_p) / (4.0 * double(n));
+  // any of them is needed: only those are bucketed (most of a vocabulary is far below it). A bound a
+  // little under floor x sum skips the division for them.
+  const double floor = (1.0 - top_p) / (4.0 * double(n)), loose = floor * sum * (1.0 - 1e-9);
   std::vector<int32_t> above;
   for (int64_t i = 0; i < n; ++i)
-    if (probs[i] >= floor) above.push_back(int32_t(i));
+    if (mass_of[i] >= loose && mass_of[i] / sum >= floor) above.push_back(int32_t(i));
+  auto prob = [&](int32_t i) { return mass_of[i] / sum; };
   constexpr int kShift = 49;                // exponent and 3 mantissa bits of a non-negative double
   constexpr size_t kBuckets = 0x1FF8 + 1;   // 1.0 (0x3FF0...) >> kShift = 0x1FF8; probs are <= 1
   auto bucket = [](double x) {
@@ -76,7 +80,7 @@ void nucleus_candidates(const double* probs, int64_t n, double top_p, std::vecto
     return std::min(size_t(bits >> kShift), kBuckets - 1);
   };
   std::vector<double> mass(kBuckets, 0.0);
-  for (int32_t i : above) mass[bucket(probs[i])] += probs[i];
+  for (int32_t i : above) mass[bucket(prob(i))] += prob(i);
   size_t b = kBuckets - 1;
   for (double acc = 0.0; b > 0; --b) {
     acc += mass[b];
@@ -85,12 +89,16 @@ void nucleus_candidates(const double* probs, int64_t n, double top_p, std::vecto
   const size_t lowest = b > 0 ? b - 1 : 0;
   ids.clear();
   for (int32_t i : above)
-    if (bucket(probs[i]) >= lowest) ids.push_back(i);
+    if (bucket(prob(i)) >= lowest) ids.push_back(i);
 }
 
-}  // namespace
-
-void target_probs(const float* logits, int64_t n, const SamplingParams& p, std::vector<double>& probs) {
+// target_probs without spreading a filtered result over the vocabulary. Unfiltered: probs[n] is the
+// distribution, false. Filtered (top_k or top_p cut it): true, `kept` the ids kept (ranked) and `head`
+// their probabilities; probs then holds unnormalised masses. Only the ids a filter reads are divided by
+// the mass (the division ranks nothing differently: distinct floats stay distinct doubles over one
+// positive sum), so a filtered row costs no division per token of the vocabulary.
+bool filtered_probs(const float* logits, int64_t n, const SamplingParams& p, std::vector<double>& probs,
+                    std::vector<int32_t>& kept, std::vector<double>& head) {
   probs.resize(size_t(n));  // every entry is written below
   // softmax(logits / T) by the CPU softmax kernel (float, SIMD, the same bits on every path), NaN read
   // as -inf; the ranking and the filters below work on its values as doubles. A NaN, an inf, or every
@@ -107,36 +115,39 @@ void target_probs(const float* logits, int64_t n, const SamplingParams& p, std::
     if (!std::isfinite(mx)) {  // all -inf or NaN, or an inf: the argmax, so a token is always defined
       std::fill(probs.begin(), probs.end(), 0.0);
       probs[size_t(argmax_row(logits, n))] = 1.0;
-      return;
+      return false;
     }
     ops::softmax_row_host(e.data(), int(n), p.temperature, e.data());
   }
   for (int64_t i = 0; i < n; ++i) probs[size_t(i)] = double(e[size_t(i)]);
   const double sum = total_mass(probs);  // ~1 in float: normalised again so the mass is 1 in double
-  for (auto& v : probs) v /= sum;
   const bool use_k = p.top_k > 0 && p.top_k < n;
   const bool use_p = p.top_p < 1.0f;
-  if (!use_k && !use_p) return;
+  if (!use_k && !use_p) {
+    for (auto& v : probs) v /= sum;
+    return false;
+  }
+  auto prob = [&](int32_t i) { return probs[size_t(i)] / sum; };
   // Only the head of the ranking matters: rank the top_k, or the candidates of the nucleus.
   const size_t limit = use_k ? size_t(p.top_k) : size_t(n);
   const RanksBefore before{probs.data()};
-  std::vector<int32_t> order;
+  std::vector<int32_t>& order = kept;
   size_t keep = limit;
   if (use_k) {
     best_ids(probs.data(), n, limit, order);
     if (use_p) {
       // top_p over the top_k renormalised: the filters' order in llama.cpp's and vLLM's samplers.
       double k_mass = 0.0;
-      for (int32_t id : order) k_mass += probs[id];
+      for (int32_t id : order) k_mass += prob(id);
       double cum = 0.0;
       keep = 0;
       while (keep < order.size()) {
-        cum += probs[order[keep++]] / k_mass;
+        cum += prob(order[keep++]) / k_mass;
         if (cum >= double(p.top_p)) break;
       }
     }
   } else {
-    nucleus_candidates(probs.data(), n, double(p.top_p), order);
+    nucleus_candidates(probs.data(), n, sum, double(p.top_p), order);
     while (true) {
       const size_t m = std::min(limit, order.size());
       if (m == order.size())
@@ -146,7 +157,7 @@ void target_probs(const float* logits, int64_t n, const SamplingParams& p, std::
       double cum = 0.0;
       keep = 0;
       while (keep < m) {
-        cum += probs[order[keep++]];
+        cum += prob(order[keep++]);
         if (cum >= double(p.top_p)) break;
       }
       if (cum >= double(p.top_p) || m == limit || order.size() == size_t(n)) break;
@@ -154,14 +165,25 @@ void target_probs(const float* logits, int64_t n, const SamplingParams& p, std::
       for (int64_t i = 0; i < n; ++i) order[size_t(i)] = int32_t(i);
     }
   }
-  double kept = 0.0;
-  std::vector<double> head(keep);
+  order.resize(keep);
+  head.resize(keep);
+  double mass = 0.0;
   for (size_t j = 0; j < keep; ++j) {
-    head[j] = probs[order[j]];
-    kept += head[j];
+    head[j] = prob(order[j]);
+    mass += head[j];
   }
+  for (size_t j = 0; j < keep; ++j) head[j] /= mass;
+  return true;
+}
+
+}  // namespace
+
+void target_probs(const float* logits, int64_t n, const SamplingParams& p, std::vector<double>& probs) {
+  std::vector<int32_t> kept;
+  std::vector<double> head;
+  if (!filtered_probs(logits, n, p, probs, kept, head)) return;
   std::fill(probs.begin(), probs.end(), 0.0);
-  for (size_t j = 0; j < keep; ++j) probs[order[j]] = head[j] / kept;
+  for (size_t j = 0; j < kept.size(); ++j) probs[size_t(kept[j])] = head[j];
 }
 
 double total_mass(const std::vector<double>& probs) {
@@ -188,8 +210,24 @@ int32_t sample_index(const std::vector<double>& probs, Rng& rng) {
 
 int32_t sample_token(const float* logits, int64_t n, const SamplingParams& p, Rng& rng, std::vector<double>& probs) {
   if (p.temperature <= 0.0f) return argmax_row(logits, n);
-  target_probs(logits, n, p, probs);
-  return sample_index(probs, rng);
+  thread_local std::vector<int32_t> kept;
+  thread_local std::vector<double> head;
+  if (!filtered_probs(logits, n, p, probs, kept, head)) return sample_index(probs, rng);
+  // sample_index over target_probs' row visits the kept ids in id order, skipping zeros: so does this.
+  thread_local std::vector<std::pair<int32_t, double>> by_id;
+  by_id.resize(kept.size());
+  for (size_t j = 0; j < kept.size(); ++j) by_id[j] = {kept[j], head[j]};
+  std::sort(by_id.begin(), by_id.end());
+  const double target = rng.uniform();
+  double cum = 0.0;
+  int32_t last = -1;
+  for (const auto& [id, q] : by_id) {
+    if (q <= 0.0) continue;
+    cum += q;
+    last = id;
+    if (target < cum) return last;
+  }
+  return last < 0 ? 0 : last;  // as sample_index
 }
 
 }  // namespace eyas::speculative

@@ -35,8 +35,10 @@ double total_mass(const std::vector<double>& probs);
 // index order, so a draw is a pure function of the RNG state.
 int32_t sample_index(const std::vector<double>& probs, Rng& rng);
 
-// One token from logits[n]: argmax_row when greedy, else a draw from target_probs. Plain decoding,
-// the first token and accept_tree (the target's token at each node it visits) use it.
+// One token from logits[n]: argmax_row when greedy, else a draw from target_probs (a filtered row's
+// draw visits its kept ids alone, in id order: sample_index's token without a pass over the
+// vocabulary). Plain decoding, the first token and accept_tree (the target's token at each node it
+// visits) use it.
 // probs: scratch, reused across calls.
 int32_t sample_token(const float* logits, int64_t n, const SamplingParams& p, Rng& rng, std::vector<double>& probs);
 
