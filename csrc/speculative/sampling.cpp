@@ -68,10 +68,12 @@ void nucleus_candidates(const double* mass_of, int64_t n, double sum, double top
   // any of them is needed: only those are bucketed (most of a vocabulary is far below it). A bound a
   // little under floor x sum skips the division for them.
   const double floor = (1.0 - top_p) / (4.0 * double(n)), loose = floor * sum * (1.0 - 1e-9);
-  std::vector<int32_t> above;
+  std::vector<std::pair<int32_t, double>> above;  // (id, probability)
   for (int64_t i = 0; i < n; ++i)
-    if (mass_of[i] >= loose && mass_of[i] / sum >= floor) above.push_back(int32_t(i));
-  auto prob = [&](int32_t i) { return mass_of[i] / sum; };
+    if (mass_of[i] >= loose) {
+      const double q = mass_of[i] / sum;
+      if (q >= floor) above.push_back({int32_t(i), q});
+    }
   constexpr int kShift = 49;                // exponent and 3 mantissa bits of a non-negative double
   constexpr size_t kBuckets = 0x1FF8 + 1;   // 1.0 (0x3FF0...) >> kShift = 0x1FF8; probs are <= 1
   auto bucket = [](double x) {
@@ -80,7 +82,7 @@ void nucleus_candidates(const double* mass_of, int64_t n, double sum, double top
     return std::min(size_t(bits >> kShift), kBuckets - 1);
   };
   std::vector<double> mass(kBuckets, 0.0);
-  for (int32_t i : above) mass[bucket(prob(i))] += prob(i);
+  for (const auto& [i, q] : above) mass[bucket(q)] += q;
   size_t b = kBuckets - 1;
   for (double acc = 0.0; b > 0; --b) {
     acc += mass[b];
@@ -88,8 +90,8 @@ void nucleus_candidates(const double* mass_of, int64_t n, double sum, double top
   }
   const size_t lowest = b > 0 ? b - 1 : 0;
   ids.clear();
-  for (int32_t i : above)
-    if (bucket(prob(i)) >= lowest) ids.push_back(i);
+  for (const auto& [i, q] : above)
+    if (bucket(q) >= lowest) ids.push_back(i);
 }
 
 // target_probs without spreading a filtered result over the vocabulary. Unfiltered: probs[n] is the
@@ -195,17 +197,28 @@ double total_mass(const std::vector<double>& probs) {
   return ((lanes[0] + lanes[4]) + (lanes[2] + lanes[6])) + ((lanes[1] + lanes[5]) + (lanes[3] + lanes[7]));
 }
 
-int32_t sample_index(const std::vector<double>& probs, Rng& rng) {
+namespace {
+
+// The inverse-CDF draw of sample_index over count entries in id order: entry(k) -> (id, probability).
+template <typename Entry>
+int32_t draw_in_id_order(size_t count, Entry entry, Rng& rng) {
   const double target = rng.uniform();
   double cum = 0.0;
   int32_t last = -1;
-  for (size_t i = 0; i < probs.size(); ++i) {
-    if (probs[i] <= 0.0) continue;
-    cum += probs[i];
-    last = int32_t(i);
+  for (size_t k = 0; k < count; ++k) {
+    const auto [id, q] = entry(k);
+    if (q <= 0.0) continue;
+    cum += q;
+    last = id;
     if (target < cum) return last;
   }
   return last < 0 ? 0 : last;  // rounding left target at the very top: take the last live token
+}
+
+}  // namespace
+
+int32_t sample_index(const std::vector<double>& probs, Rng& rng) {
+  return draw_in_id_order(probs.size(), [&](size_t i) { return std::pair{int32_t(i), probs[i]}; }, rng);
 }
 
 int32_t sample_token(const float* logits, int64_t n, const SamplingParams& p, Rng& rng, std::vector<double>& probs) {
@@ -218,16 +231,7 @@ int32_t sample_token(const float* logits, int64_t n, const SamplingParams& p, Rn
   by_id.resize(kept.size());
   for (size_t j = 0; j < kept.size(); ++j) by_id[j] = {kept[j], head[j]};
   std::sort(by_id.begin(), by_id.end());
-  const double target = rng.uniform();
-  double cum = 0.0;
-  int32_t last = -1;
-  for (const auto& [id, q] : by_id) {
-    if (q <= 0.0) continue;
-    cum += q;
-    last = id;
-    if (target < cum) return last;
-  }
-  return last < 0 ? 0 : last;  // as sample_index
+  return draw_in_id_order(by_id.size(), [&](size_t k) { return by_id[k]; }, rng);
 }
 
 }  // namespace eyas::speculative
