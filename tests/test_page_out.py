@@ -87,3 +87,34 @@ def test_fused_weights_adjacent_in_memory_are_viewed_not_copied(tmp_path):
     assert copied == [0, parts]
     for a, b in zip(*outs):
         assert np.array_equal(a, b)
+
+
+def _rss_file_mb() -> float:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("RssFile:"):
+                return int(line.split()[1]) / 1024
+    raise RuntimeError("no RssFile")
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="the resident set is read from /proc")
+def test_a_parsed_gguf_header_leaves_the_resident_set(tmp_path):
+    """A large vocabulary's strings are read once into Python objects; the header's mapped pages (8 MB
+    here) must not stay resident beside them for the model's lifetime."""
+    import gguf
+
+    from eyas.loaders.gguf_file import GGUFFile
+
+    path = tmp_path / "vocab.gguf"
+    w = gguf.GGUFWriter(str(path), "llama")
+    tokens = [f"token-{i:07d}-padding" for i in range(300_000)]  # 21 bytes + an 8-byte length each
+    w.add_token_list(tokens)
+    w.add_tensor("x", np.zeros(32, np.float32))
+    w.write_header_to_file(), w.write_kv_data_to_file(), w.write_tensors_to_file()
+    w.close()
+    before = _rss_file_mb()
+    f = GGUFFile(path)
+    grown = _rss_file_mb() - before
+    assert f.fields["tokenizer.ggml.tokens"][123_456] == tokens[123_456]
+    assert grown < 2, f"{grown:.1f} MB of the parsed header's pages stayed resident"
+    assert np.array_equal(f.tensor_bytes(f.tensors[0], 128), np.zeros(128, np.uint8))  # data still reads

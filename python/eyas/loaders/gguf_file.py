@@ -6,6 +6,7 @@ builds a numpy view per string and takes seconds on a 49k-token vocabulary.
 
 from __future__ import annotations
 
+import mmap
 import struct
 from pathlib import Path
 
@@ -38,7 +39,11 @@ class GGUFFile:
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
-        self.data = np.memmap(self.path, dtype=np.uint8, mode="r")
+        with open(self.path, "rb") as fh:
+            if fh.seek(0, 2) == 0:
+                raise GGUFError("the file is empty")
+            self._map = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+        self.data = np.frombuffer(self._map, dtype=np.uint8)  # keeps the map alive as its base
         self._buf = memoryview(self.data)
         self._pos = 0
         if bytes(self._take(4)) != b"GGUF":
@@ -67,6 +72,14 @@ class GGUFFile:
         if not isinstance(align, int) or isinstance(align, bool) or align < 1 or align & (align - 1):
             raise GGUFError(f"general.alignment must be a power of two, got {align!r}")
         self.data_offset = (self._pos + align - 1) // align * align
+        self._drop_header_pages()
+
+    def _drop_header_pages(self) -> None:
+        """The header is parsed into Python objects and never read again, so its mapped pages (a 248K-token
+        vocabulary's strings are ~7 MB) need not stay in this process's resident set; they fault back in
+        from the file if read (a hint: the bytes never change)."""
+        if hasattr(self._map, "madvise") and hasattr(mmap, "MADV_DONTNEED"):
+            self._map.madvise(mmap.MADV_DONTNEED, 0, self._pos // mmap.PAGESIZE * mmap.PAGESIZE)
 
     def _take(self, n: int) -> memoryview:
         if n < 0 or self._pos + n > len(self._buf):
