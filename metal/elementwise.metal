@@ -16,13 +16,15 @@ kernel void add_f32(constant ElementwiseArgs& a [[buffer(0)]],
 }
 
 kernel void silu_mul_f32(constant ElementwiseArgs& a [[buffer(0)]],
-                         device const float* gate [[buffer(1)]],  // [rows, cols]
-                         device const float* up [[buffer(2)]],    // [rows, cols]
+                         device const float* gate [[buffer(1)]],  // [rows, cols], rows in_stride apart if set
+                         device const float* up [[buffer(2)]],    // [rows, cols], rows in_stride apart if set
                          device float* y [[buffer(3)]],           // [rows, cols]
                          uint i [[thread_position_in_grid]]) {
   if (i >= ulong(a.rows) * a.cols) return;
-  const float g = gate[i];
-  y[i] = g / (1.0f + eyas_exp(-g)) * up[i];
+  // in_stride: the inputs' rows lie that far apart (the halves of fused gate|up rows)
+  const ulong j = a.in_stride ? ulong(i / uint(a.cols)) * uint(a.in_stride) + i % uint(a.cols) : ulong(i);
+  const float g = gate[j];
+  y[i] = g / (1.0f + eyas_exp(-g)) * up[j];
 }
 
 kernel void sigmoid_mul_f32(constant ElementwiseArgs& a [[buffer(0)]],

@@ -33,6 +33,7 @@ CALLS = {
     "rope": lambda e: ops.rope(_r(2, 1, 16), _z(2, dtype=i32), np.ones(8, f32), encoder=e),
     "add": lambda e: ops.add(_r(2, 8), _r(2, 8), encoder=e),
     "silu_mul": lambda e: ops.silu_mul(_r(2, 8), _r(2, 8), encoder=e),
+    "silu_mul_halves": lambda e: ops.silu_mul_halves(_r(2, 16), encoder=e),
     "sigmoid_mul": lambda e: ops.sigmoid_mul(_r(2, 8), _r(2, 8), encoder=e),
     "scale": lambda e: ops.scale(_r(2, 8), 2.0, encoder=e),
     "softmax": lambda e: ops.softmax(_r(2, 8), encoder=e),

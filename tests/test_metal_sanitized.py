@@ -15,7 +15,7 @@ from tests.metal_emu.fixtures import emulator, metal_device, sanitized_emulator 
 
 # One or two cases per kernel family, chosen for odd shapes and partial threadgroups.
 SUBSET = [
-    "rms_norm-5x33", "rope-interleaved-t3-h2-d96-r32-inplace", "add-4x100-row", "silu_mul-2x77-wide",
+    "rms_norm-5x33", "rope-interleaved-t3-h2-d96-r32-inplace", "add-4x100-row", "silu_mul-2x77-wide", "silu_mul_halves-3x77-wide",
     "sigmoid_mul-5x31", "scale-3x17", "softmax-5x1000-t1.0-log", "argmax-8x100-ties", "topk-3x100-k10-ties",
     "attention-q9-h6/2-d80-p16-tree", "attention-q4-h4/1-d64-p12-tree-n11", "kv_write-t5-h2-d16-cap8-at0",
     "kv_move_rows-overlap-backward", "matmul-Q4_0-3x17x160", "matmul-Q5_1-19x3x96", "matmul-Q4_K-9x5x768",

@@ -34,6 +34,9 @@ CASES = {
     "add-int": (lambda: ops.add(_z(2, 3, dtype=np.int32), _z(2, 3, dtype=np.int32)), "add", "F32"),
     "silu-shape": (lambda: ops.silu_mul(_z(2, 3), _z(2, 4)), "silu_mul", "must match"),
     "silu-out": (lambda: ops.silu_mul(_z(2, 3), _z(2, 3), out=_z(6)), "silu_mul", "must match"),
+    "silu-halves-odd": (lambda: ops.silu_mul_halves(_z(2, 5)), "silu_mul_halves", "2I"),
+    "silu-halves-3d": (lambda: ops.silu_mul_halves(_z(2, 2, 4)), "silu_mul_halves", "2I"),
+    "silu-halves-out": (lambda: ops.silu_mul_halves(_z(2, 8), out=_z(2, 8)), "silu_mul_halves", "y F32.2, 8. must be"),
     "sigmoid-shape": (lambda: ops.sigmoid_mul(_z(5), _z(4)), "sigmoid_mul", "must match"),
     "scale-out-dtype": (lambda: ops.scale(_z(5), 2.0, out=_z(5, dtype=np.int32)), "scale", "F32"),
     # softmax / argmax / topk

@@ -32,6 +32,18 @@ EYAS_BINDINGS(ops_elementwise) {
       "gate"_a, "up"_a, nb::kw_only(), "out"_a = nb::none(), "encoder"_a = nb::none(),
       "silu(gate) * up, elementwise (float32, same shapes).");
   ops.def(
+      "silu_mul_halves",
+      [](bind::Array gu, std::optional<bind::Array> out, std::optional<Encoder*> encoder) {
+        const char* op = "silu_mul_halves";
+        Tensor tg = bind::from_numpy(op, "gu", gu);
+        if (tg.ndim() != 2) fail(op, "gu " + tg.describe() + " must be float32[T, 2I]");
+        Tensor ty = out ? bind::from_numpy(op, "out", *out) : Tensor::empty(DType::F32, {tg.dim(0), tg.dim(1) / 2});
+        bind::encode(encoder, [&](Encoder& enc) { ops::silu_mul_halves(enc, tg, ty); });
+        return bind::to_numpy(ty);
+      },
+      "gu"_a, nb::kw_only(), "out"_a = nb::none(), "encoder"_a = nb::none(),
+      "silu(gu[:, :I]) * gu[:, I:] for gu float32[T, 2I] (the halves of a fused gate|up projection's rows).");
+  ops.def(
       "sigmoid_mul",
       [](bind::Array x, bind::Array g, std::optional<bind::Array> out, std::optional<Encoder*> encoder) {
         return binary<ops::sigmoid_mul>("sigmoid_mul", "x", "g", x, g, out, encoder);

@@ -248,7 +248,7 @@ void CpuBackend::moe_ffn(Encoder& enc, const Tensor& x, const Tensor& logits, co
              expert(gate_exps, e), ge);
       matmul(inner, MatmulArgs{int32_t(m), int32_t(Ie), int32_t(H), int32_t(up_exps.dtype)}, xe, expert(up_exps, e),
              ue);
-      silu_mul(inner, ElementwiseArgs{int32_t(m), int32_t(Ie), 0, 0.0f}, ge, ue, ge);
+      silu_mul(inner, ElementwiseArgs{int32_t(m), int32_t(Ie), 0, 0.0f, 0}, ge, ue, ge);
       matmul(inner, MatmulArgs{int32_t(m), int32_t(H), int32_t(Ie), int32_t(down_exps.dtype)}, ge,
              expert(down_exps, e), ye);
     }

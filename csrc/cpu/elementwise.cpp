@@ -75,14 +75,26 @@ __attribute__((target("avx2,fma"))) int64_t silu_avx2(float* y, int64_t n) {
 }
 #endif
 
-void gated(int mode, const ElementwiseArgs& a, const float* x, const float* g, float* y, ThreadPool& pool) {
-  const bool simd = use_avx512(), simd2 = use_avx2();
-  for_range(int64_t(a.rows) * a.cols, pool, [&](int64_t b, int64_t e) {
+// y[i] = f(x[i], g[i]) over [0, n); x, g, y offset alike.
+void gated_span(int mode, const float* x, const float* g, float* y, int64_t n) {
 #if EYAS_X86
-    if (simd) return gated_avx512(mode, x + b, g + b, y + b, e - b);
-    if (simd2) return gated_avx2(mode, x + b, g + b, y + b, e - b);
+  if (use_avx512()) return gated_avx512(mode, x, g, y, n);
+  if (use_avx2()) return gated_avx2(mode, x, g, y, n);
 #endif
-    for (int64_t i = b; i < e; ++i) y[i] = mode == 0 ? silu_mul_1(x[i], g[i]) : sigmoid_mul_1(x[i], g[i]);
+  for (int64_t i = 0; i < n; ++i) y[i] = mode == 0 ? silu_mul_1(x[i], g[i]) : sigmoid_mul_1(x[i], g[i]);
+}
+
+// Inputs whose rows lie a.in_stride apart (the halves of fused rows) are walked row segment by row
+// segment; every element gets the same operations either way.
+void gated(int mode, const ElementwiseArgs& a, const float* x, const float* g, float* y, ThreadPool& pool) {
+  const int64_t cols = a.cols, stride = a.in_stride ? a.in_stride : cols;
+  for_range(int64_t(a.rows) * cols, pool, [&](int64_t b, int64_t e) {
+    if (stride == cols) return gated_span(mode, x + b, g + b, y + b, e - b);
+    for (int64_t i = b; i < e;) {
+      const int64_t r = i / cols, c0 = i - r * cols, n = std::min<int64_t>(cols - c0, e - i);
+      gated_span(mode, x + r * stride + c0, g + r * stride + c0, y + i, n);
+      i += n;
+    }
   });
 }
 

@@ -14,7 +14,7 @@ static ElementwiseArgs same_shape(const char* op, const char* na, const Tensor& 
   if (b.shape != a.shape) fail(op, std::string(nb) + " " + b.describe() + " must match " + na + " " + a.describe());
   if (y.shape != a.shape) fail(op, "y " + y.describe() + " must match " + na + " " + a.describe());
   if (a.numel() >= (int64_t(1) << 31)) fail(op, std::string(na) + " is too large");
-  return ElementwiseArgs{int32_t(a.rows()), int32_t(a.dim(-1)), 0, 0.0f};
+  return ElementwiseArgs{int32_t(a.rows()), int32_t(a.dim(-1)), 0, 0.0f, 0};
 }
 
 void add(Encoder& enc, const Tensor& a, const Tensor& b, const Tensor& y) {
@@ -42,6 +42,26 @@ void silu_mul(Encoder& enc, const Tensor& gate, const Tensor& up, const Tensor& 
   Backend& backend = backend_for(op, enc, {&gate, &up, &y});
   if (gate.numel() == 0) return;
   backend.silu_mul(enc, args, gate, up, y);
+}
+
+void silu_mul_halves(Encoder& enc, const Tensor& gu, const Tensor& y) {
+  const char* op = "silu_mul_halves";
+  check_dtype(op, "gu", gu, DType::F32);
+  check_dtype(op, "y", y, DType::F32);
+  check_writable(op, "y", y);
+  if (gu.ndim() != 2 || gu.dim(1) % 2 != 0) fail(op, "gu " + gu.describe() + " must be F32[T, 2I]");
+  const int64_t I = gu.dim(1) / 2;
+  if (y.shape != std::vector<int64_t>{gu.dim(0), I})
+    fail(op, "y " + y.describe() + " must be F32[" + std::to_string(gu.dim(0)) + ", " + std::to_string(I) + "]");
+  if (gu.numel() >= (int64_t(1) << 31)) fail(op, "gu is too large");
+  if (y.buffer == gu.buffer && y.offset < gu.offset + gu.nbytes() && gu.offset < y.offset + y.nbytes())
+    fail(op, "y must not overlap gu");
+  Backend& backend = backend_for(op, enc, {&gu, &y});
+  if (y.numel() == 0) return;
+  Tensor up = gu;  // the second halves: a view from column I of row 0 to the end of gu
+  up.offset += size_t(I) * sizeof(float);
+  up.shape = {gu.numel() - I};
+  backend.silu_mul(enc, ElementwiseArgs{int32_t(gu.dim(0)), int32_t(I), 0, 0.0f, int32_t(2 * I)}, gu, up, y);
 }
 
 void sigmoid_mul(Encoder& enc, const Tensor& x, const Tensor& g, const Tensor& y) {

@@ -15,7 +15,7 @@ import tests.parity as parity
 from eyas import _core
 
 # Ops with a Metal kernel; the other parity ops run as host steps on a Metal device.
-KERNEL_OPS = ("rms_norm", "rope", "add", "silu_mul", "sigmoid_mul", "scale", "softmax", "argmax", "topk", "attention",
+KERNEL_OPS = ("rms_norm", "rope", "add", "silu_mul", "silu_mul_halves", "sigmoid_mul", "scale", "softmax", "argmax", "topk", "attention",
               "kv_write", "kv_move_rows", "matmul", "embedding")
 
 

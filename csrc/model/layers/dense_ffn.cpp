@@ -71,15 +71,14 @@ void DenseFfn::encode(Encoder& enc, const Chunk& c, Workspace& workspace, LayerS
   ops::rms_norm(enc, c.x, ffn_norm_, c.xn, eps_);
   if (wgu_.defined()) {
     ops::matmul(enc, c.xn, wgu_, w.gu);
-    if (c.t > 1) {
-      Tensor g = w.g, u = w.u;
-      split_cols(enc, w.gu, {&g, &u});
-    }
+    // One row: g and u are views of gu's halves. More: the halves are read in place, not copied apart.
+    if (c.t == 1) ops::silu_mul(enc, w.g, w.u, w.g);
+    else ops::silu_mul_halves(enc, w.gu, w.g);
   } else {
     ops::matmul(enc, c.xn, gate_, w.g);
     ops::matmul(enc, c.xn, up_, w.u);
+    ops::silu_mul(enc, w.g, w.u, w.g);
   }
-  ops::silu_mul(enc, w.g, w.u, w.g);
   ops::matmul(enc, w.g, down_, c.proj);
   ops::add(enc, c.x, c.proj, c.x);
 }
