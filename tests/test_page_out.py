@@ -10,12 +10,13 @@ import pytest
 from eyas import _core
 
 
-def _rss_mb() -> float:
+def _rss_mb(field: str = "VmRSS") -> float:
+    """A resident-set figure of /proc/self/status, MB: VmRSS (all), RssFile (mapped file pages), ..."""
     with open("/proc/self/status") as f:
         for line in f:
-            if line.startswith("VmRSS:"):
+            if line.startswith(field + ":"):
                 return int(line.split()[1]) / 1024
-    raise RuntimeError("no VmRSS")
+    raise RuntimeError(f"no {field}")
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="the resident set is read from /proc")
@@ -89,14 +90,6 @@ def test_fused_weights_adjacent_in_memory_are_viewed_not_copied(tmp_path):
         assert np.array_equal(a, b)
 
 
-def _rss_file_mb() -> float:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("RssFile:"):
-                return int(line.split()[1]) / 1024
-    raise RuntimeError("no RssFile")
-
-
 @pytest.mark.skipif(sys.platform != "linux", reason="the resident set is read from /proc")
 def test_a_parsed_gguf_header_leaves_the_resident_set(tmp_path):
     """A large vocabulary's strings are read once into Python objects; the header's mapped pages (8 MB
@@ -112,9 +105,9 @@ def test_a_parsed_gguf_header_leaves_the_resident_set(tmp_path):
     w.add_tensor("x", np.zeros(32, np.float32))
     w.write_header_to_file(), w.write_kv_data_to_file(), w.write_tensors_to_file()
     w.close()
-    before = _rss_file_mb()
+    before = _rss_mb("RssFile")
     f = GGUFFile(path)
-    grown = _rss_file_mb() - before
+    grown = _rss_mb("RssFile") - before
     assert f.fields["tokenizer.ggml.tokens"][123_456] == tokens[123_456]
     assert grown < 2, f"{grown:.1f} MB of the parsed header's pages stayed resident"
     assert np.array_equal(f.tensor_bytes(f.tensors[0], 128), np.zeros(128, np.uint8))  # data still reads
