@@ -37,6 +37,8 @@ CASES = {
     "silu-halves-odd": (lambda: ops.silu_mul_halves(_z(2, 5)), "silu_mul_halves", "2I"),
     "silu-halves-3d": (lambda: ops.silu_mul_halves(_z(2, 2, 4)), "silu_mul_halves", "2I"),
     "silu-halves-out": (lambda: ops.silu_mul_halves(_z(2, 8), out=_z(2, 8)), "silu_mul_halves", "y F32.2, 8. must be"),
+    "silu-halves-overlap": (lambda: (lambda buf: ops.silu_mul_halves(buf[:16].reshape(2, 8), out=buf[4:12].reshape(2, 4)))(
+        _z(20)), "silu_mul_halves", "must not overlap"),
     "sigmoid-shape": (lambda: ops.sigmoid_mul(_z(5), _z(4)), "sigmoid_mul", "must match"),
     "scale-out-dtype": (lambda: ops.scale(_z(5), 2.0, out=_z(5, dtype=np.int32)), "scale", "F32"),
     # softmax / argmax / topk

@@ -62,6 +62,12 @@ void check_dim(const char* op, const char* name, const Tensor& t, int axis, int6
                  t.describe());
 }
 
+bool overlaps(const Tensor& a, const Tensor& b) {
+  const char* pa = a.data<char>();
+  const char* pb = b.data<char>();
+  return pa < pb + b.nbytes() && pb < pa + a.nbytes();
+}
+
 void check_writable(const char* op, const char* name, const Tensor& t) {
   if (t.buffer && t.buffer->read_only()) fail(op, std::string(name) + " is read-only");
 }

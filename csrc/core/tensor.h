@@ -33,6 +33,9 @@ struct Tensor {
   const uint8_t* row_ptr(int64_t r) const;
 };
 
+// Whether a's and b's bytes share any address (by pointer: two buffers may wrap the same memory).
+bool overlaps(const Tensor& a, const Tensor& b);
+
 // Argument checks shared by every op; each throws std::invalid_argument prefixed "[op]".
 void check_dtype(const char* op, const char* name, const Tensor& t, DType want);
 void check_ndim(const char* op, const char* name, const Tensor& t, int ndim);

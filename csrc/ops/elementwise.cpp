@@ -54,8 +54,7 @@ void silu_mul_halves(Encoder& enc, const Tensor& gu, const Tensor& y) {
   if (y.shape != std::vector<int64_t>{gu.dim(0), I})
     fail(op, "y " + y.describe() + " must be F32[" + std::to_string(gu.dim(0)) + ", " + std::to_string(I) + "]");
   if (gu.numel() >= (int64_t(1) << 31)) fail(op, "gu is too large");
-  if (y.buffer == gu.buffer && y.offset < gu.offset + gu.nbytes() && gu.offset < y.offset + y.nbytes())
-    fail(op, "y must not overlap gu");
+  if (overlaps(y, gu)) fail(op, "y must not overlap gu");
   Backend& backend = backend_for(op, enc, {&gu, &y});
   if (y.numel() == 0) return;
   Tensor up = gu;  // the second halves: a view from column I of row 0 to the end of gu

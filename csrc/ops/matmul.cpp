@@ -15,12 +15,6 @@ bool matmul_supports(DType t) {
   }
 }
 
-static bool overlaps(const Tensor& a, const Tensor& b) {
-  const char* pa = a.data<char>();
-  const char* pb = b.data<char>();
-  return pa < pb + b.nbytes() && pb < pa + a.nbytes();
-}
-
 void matmul(Encoder& enc, const Tensor& x, const Tensor& w, const Tensor& y) {
   const char* op = "matmul";
   check_dtype(op, "x", x, DType::F32);

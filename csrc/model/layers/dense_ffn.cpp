@@ -26,11 +26,9 @@ struct DenseFfnWorkspace : Workspace {
     if (fused) gu_buf = Tensor::empty(DType::F32, {n, 2 * inter});
   }
 
-  void bind(Encoder& enc, int t) override {
+  void bind(Encoder&, int t) override {
     g = model::rows(g_buf, 0, t), u = model::rows(u_buf, 0, t);
     if (gu_buf.defined()) gu = model::rows(gu_buf, 0, t);
-    // One row: the fused output's columns are the gate/up inputs, as views (no copy dispatch).
-    if (t == 1 && gu.defined()) split_cols(enc, gu, {&g, &u});
   }
 };
 
@@ -71,9 +69,7 @@ void DenseFfn::encode(Encoder& enc, const Chunk& c, Workspace& workspace, LayerS
   ops::rms_norm(enc, c.x, ffn_norm_, c.xn, eps_);
   if (wgu_.defined()) {
     ops::matmul(enc, c.xn, wgu_, w.gu);
-    // One row: g and u are views of gu's halves. More: the halves are read in place, not copied apart.
-    if (c.t == 1) ops::silu_mul(enc, w.g, w.u, w.g);
-    else ops::silu_mul_halves(enc, w.gu, w.g);
+    ops::silu_mul_halves(enc, w.gu, w.g);  // the halves read where they lie, not copied apart
   } else {
     ops::matmul(enc, c.xn, gate_, w.g);
     ops::matmul(enc, c.xn, up_, w.u);
