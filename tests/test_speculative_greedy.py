@@ -13,8 +13,10 @@ from tests.parity.cases_speculative import build, random_checkpoint, tiny_target
 
 LAYERS = 8
 AUX = [2, LAYERS // 2, LAYERS - 3]
+# The floors (min_prob) cut a random drafter's low-probability drafts, often down to one token a round.
 POLICIES = [TreePolicy(1, 1, 2), TreePolicy.chain(4), TreePolicy(2, 3, 6), TreePolicy(4, 5, 16), TreePolicy(8, 6, 32),
-            TreePolicy.auto(4)]
+            TreePolicy.auto(4), TreePolicy.auto(4, min_prob=0.2), TreePolicy.chain(4, min_prob=0.3),
+            TreePolicy(4, 5, 16, min_prob=0.02)]
 
 
 def make_target(seed=3, mix=1.0, tie=False):

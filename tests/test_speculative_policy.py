@@ -1,5 +1,7 @@
 """TreePolicy validation and parsing; metrics bookkeeping."""
 
+import math
+
 import pytest
 
 from eyas.speculative import SpeculativeMetrics, TreePolicy
@@ -13,6 +15,25 @@ def test_policy_parse_and_chain():
             TreePolicy.parse(bad)
     with pytest.raises(ValueError, match=r"\[speculative\].*top_k"):
         TreePolicy(top_k=True)
+
+
+def test_policy_floor():
+    assert TreePolicy.auto().min_prob == TreePolicy.chain(3).min_prob == TreePolicy(4, 5, 16).min_prob == 0.0
+    assert TreePolicy.parse("auto") == TreePolicy.auto() == TreePolicy.parse("auto@0")
+    assert TreePolicy.parse("auto@0.2") == TreePolicy.auto(min_prob=0.2)
+    assert TreePolicy.parse("auto:5:nolookup@0.3") == TreePolicy.auto(5, lookup=False, min_prob=0.3)
+    assert TreePolicy.parse("chain:3@0.1") == TreePolicy.chain(3, min_prob=0.1)
+    assert TreePolicy.parse("4,5,16@0.05") == TreePolicy(4, 5, 16, min_prob=0.05)
+    assert TreePolicy.chain(2, min_prob=0.25).min_log_prob == pytest.approx(math.log(0.25))
+    assert TreePolicy.chain(2).min_log_prob == -math.inf
+    for bad in ("auto@", "auto@x", "chain:3@0.1@0.2"):
+        with pytest.raises(ValueError, match=r"\[speculative\].*MIN_PROB"):
+            TreePolicy.parse(bad)
+    for bad in ("auto@1", "auto@-0.1", "auto@nan", "chain:2@inf"):
+        with pytest.raises(ValueError, match=r"\[speculative\].*min_prob"):
+            TreePolicy.parse(bad)
+    with pytest.raises(ValueError, match=r"\[speculative\].*min_prob"):
+        TreePolicy(min_prob=True)
 
 
 def test_metrics():

@@ -73,8 +73,35 @@ def test_chain_mode():
     assert np.array_equal(t["mask"], np.tril(np.ones((5, 5), np.uint8)))
 
 
-def tree_ref(top_k, depth, total, root, root_logits, level_logits_fn, d2t=None):
-    """numpy reference of reference §4.1 with the documented tie-breaks."""
+def test_floor_drops_unlikely_nodes():
+    # The hand-worked tree above with a floor of 0.28 on the path probability: c3 (.10), c4 (.27) and
+    # c5 (.015) fall below it, so level 2's frontier is c2 alone and level 3's children (.0775) too.
+    floor = np.log(0.28)
+    b = speculative.TreeBuilder(2, 3, 6, 4, d2t=np.arange(10, 14, dtype=np.int32), min_log_prob=floor)
+    b.start(99, logp_rows([0.5, 0.3, 0.15, 0.05])[0])
+    assert b.frontier_tokens.tolist() == [10, 11]
+    b.extend(logp_rows([0.1, 0.2, 0.62, 0.08], [0.9, 0.05, 0.03, 0.02]))
+    assert b.frontier_tokens.tolist() == [12] and b.frontier_parent_rows.tolist() == [0]
+    assert b.frontier_mask.tolist() == [[1, 0, 1]]
+    b.extend(logp_rows([0.25, 0.25, 0.25, 0.25]))
+    assert not b.wants_level
+    t = b.finish()
+    assert t["tokens"].tolist() == [99, 10, 11, 12]
+    assert t["parents"].tolist() == [-1, 0, 0, 1]
+    np.testing.assert_allclose(t["scores"], np.log([1.0, 0.5, 0.3, 0.31]), rtol=0, atol=1e-5)
+
+
+def test_floor_above_every_first_token_keeps_the_likeliest_unexpanded():
+    b = speculative.TreeBuilder(2, 4, 5, 4, min_log_prob=np.log(0.6))
+    b.start(3, logp_rows([0.25, 0.55, 0.1, 0.1])[0])
+    assert not b.wants_level and b.frontier_tokens.tolist() == []  # nothing to expand: no drafter row runs
+    t = b.finish()
+    assert t["tokens"].tolist() == [3, 1] and t["parents"].tolist() == [-1, 0] and t["mask"].tolist() == [[1, 0], [1, 1]]
+
+
+def tree_ref(top_k, depth, total, root, root_logits, level_logits_fn, d2t=None, floor=-np.inf):
+    """numpy reference of reference §4.1 with the documented tie-breaks; nodes scoring under `floor`
+    are neither expanded nor kept, but for the likeliest first token, which is kept."""
 
     def topk_logp(x):
         x = x.astype(np.float64)
@@ -86,16 +113,19 @@ def tree_ref(top_k, depth, total, root, root_logits, level_logits_fn, d2t=None):
     cands = []  # (score, parent cand, token, depth)
     for i, lp in topk_logp(root_logits):
         cands.append((np.float32(0) + lp, -1, tok(i), 1))
-    frontier = list(range(len(cands)))
+    frontier = [c for c in range(len(cands)) if cands[c][0] >= floor]
     for level in range(1, depth):
+        if not frontier:
+            break
         rows = level_logits_fn(level, [cands[c][2] for c in frontier])
         base = len(cands)
         for j, c in enumerate(frontier):
             for i, lp in topk_logp(rows[j]):
                 cands.append((np.float32(cands[c][0] + lp), c, tok(i), cands[c][3] + 1))
-        new = range(base, len(cands))
+        new = [c for c in range(base, len(cands)) if cands[c][0] >= floor]
         frontier = sorted(new, key=lambda c: (-cands[c][0], c))[:top_k]
-    keep = sorted(sorted(range(len(cands)), key=lambda c: (-cands[c][0], c))[: total - 1])
+    likely = [c for c in range(len(cands)) if cands[c][0] >= floor or c == 0]  # c0: the likeliest first token
+    keep = sorted(sorted(likely, key=lambda c: (-cands[c][0], c))[: total - 1])
     node = {c: n + 1 for n, c in enumerate(keep)}
     tokens = [root] + [cands[c][2] for c in keep]
     parents = [-1] + [0 if cands[c][1] < 0 else node[cands[c][1]] for c in keep]
@@ -125,6 +155,18 @@ def test_matches_reference(top_k, depth, total):
     assert t["parents"].tolist() == parents
     n = len(tokens)
     assert n == min(total, 1 + top_k + (depth - 1) * top_k * top_k)
+    # With a floor between the middle node scores (clear of both: the two sides' last bits may differ) the
+    # builder still matches the reference, and keeps only the nodes above it.
+    s = np.sort(t["scores"][1:])[::-1]
+    floor = float(s[0] - 1.0) if n == 2 else float(s[(n - 1) // 2 - 1] + s[(n - 1) // 2]) / 2
+    fb = speculative.TreeBuilder(top_k, depth, total, V, d2t=d2t, min_log_prob=floor)
+    fb.start(7, root_logits)
+    while fb.wants_level:
+        fb.extend(level_logits(fb.level, fb.frontier_tokens.tolist()))
+    ft = fb.finish()
+    tokens, parents = tree_ref(top_k, depth, total, 7, root_logits, level_logits, d2t, floor)
+    assert ft["tokens"].tolist() == tokens and ft["parents"].tolist() == parents
+    assert (ft["scores"][1:] >= floor).all() and (ft["tokens"].size < n or n == 2)
     # Mask = ancestor closure, depths = row sums - 1.
     assert np.array_equal(t["depths"], t["mask"].sum(1) - 1)
     for i in range(1, n):
@@ -136,6 +178,8 @@ def test_matches_reference(top_k, depth, total):
     (dict(top_k=6, depth=2, total_tokens=4, draft_vocab=5), "top_k"),
     (dict(top_k=2, depth=0, total_tokens=4, draft_vocab=5), "depth"),
     (dict(top_k=2, depth=2, total_tokens=1, draft_vocab=5), "total_tokens"),
+    (dict(top_k=2, depth=2, total_tokens=4, draft_vocab=5, min_log_prob=0.5), "min_log_prob"),
+    (dict(top_k=2, depth=2, total_tokens=4, draft_vocab=5, min_log_prob=float("nan")), "min_log_prob"),
 ])
 def test_bad_policy(kw, msg):
     with pytest.raises(ValueError, match=rf"\[expand_tree\].*{msg}"):

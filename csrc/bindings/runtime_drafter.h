@@ -21,16 +21,17 @@ void def_runtime_drafter(nb::class_<D>& c, const char* op, const char* features,
        nb::arg(features), "tokens"_a, ingest_doc)
       .def(
           "expand",
-          [](D& d, int32_t top_k, int32_t depth, int32_t total_tokens) {
+          [](D& d, int32_t top_k, int32_t depth, int32_t total_tokens, float min_log_prob) {
             speculative::DraftTree t;
             {
               nb::gil_scoped_release release;
-              t = d.expand(speculative::TreePolicy{top_k, depth, total_tokens});
+              t = d.expand(speculative::TreePolicy{top_k, depth, total_tokens, min_log_prob});
             }
             return tree_dict(t);
           },
-          "top_k"_a, "depth"_a, "total_tokens"_a,
-          "Draft tree rooted at the last ingested token: dict(tokens, parents, depths, scores, mask).")
+          "top_k"_a, "depth"_a, "total_tokens"_a, "min_log_prob"_a = -INFINITY,
+          "Draft tree rooted at the last ingested token: dict(tokens, parents, depths, scores, mask). Nodes "
+          "whose cumulative draft log-prob is under min_log_prob are left out (the tree may be the root alone).")
       .def("truncate", &D::truncate, "n"_a)
       .def("reset", &D::reset)
       .def_prop_ro("length", &D::length)

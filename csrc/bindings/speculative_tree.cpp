@@ -80,15 +80,16 @@ EYAS_BINDINGS(speculative_tree) {
       .def(
           "__init__",
           [](TreeBuilder* self, int32_t top_k, int32_t depth, int32_t total_tokens, int64_t draft_vocab,
-             std::optional<bind::Array> d2t) {
+             std::optional<bind::Array> d2t, float min_log_prob) {
             std::vector<int32_t> map;
             if (d2t) {
               Tensor t = bind::typed("expand_tree", "d2t", *d2t, DType::I32, 1);
               map.assign(t.data<int32_t>(), t.data<int32_t>() + t.dim(0));
             }
-            new (self) TreeBuilder(TreePolicy{top_k, depth, total_tokens}, std::move(map), draft_vocab);
+            new (self) TreeBuilder(TreePolicy{top_k, depth, total_tokens, min_log_prob}, std::move(map), draft_vocab);
           },
-          "top_k"_a, "depth"_a, "total_tokens"_a, "draft_vocab"_a, "d2t"_a = nb::none())
+          "top_k"_a, "depth"_a, "total_tokens"_a, "draft_vocab"_a, "d2t"_a = nb::none(),
+          "min_log_prob"_a = -INFINITY)
       .def(
           "start",
           [](TreeBuilder& b, int32_t root_token, bind::Array logits) {

@@ -17,6 +17,8 @@ void check_policy(const char* op, const TreePolicy& p, int64_t draft_vocab) {
   if (p.depth < 1 || p.depth > 64) fail(op, "depth must be in [1, 64], got " + std::to_string(p.depth));
   if (p.total_tokens < 2 || p.total_tokens > 1024)
     fail(op, "total_tokens (tree size incl. root) must be in [2, 1024], got " + std::to_string(p.total_tokens));
+  if (!(p.min_log_prob <= 0.0f))  // also refuses NaN
+    fail(op, "min_log_prob must be <= 0 (a log-probability) or -inf, got " + std::to_string(p.min_log_prob));
 }
 
 void topk_log_softmax(const float* x, int64_t n, int32_t k, float* logp, int32_t* idx) {
@@ -66,9 +68,11 @@ void TreeBuilder::add_children(int32_t parent, float parent_score, const float* 
   }
 }
 
-std::vector<int32_t> TreeBuilder::best(int32_t begin, int32_t end, int32_t k) const {
-  std::vector<int32_t> ids(size_t(end - begin));
-  std::iota(ids.begin(), ids.end(), begin);
+std::vector<int32_t> TreeBuilder::best(int32_t begin, int32_t end, int32_t k, bool with_first) const {
+  std::vector<int32_t> ids;
+  ids.reserve(size_t(end - begin));
+  for (int32_t i = begin; i < end; ++i)  // a child scores <= its parent: what passes is closed under ancestors
+    if (c_score_[size_t(i)] >= p_.min_log_prob || (with_first && i == 0)) ids.push_back(i);
   k = std::min<int32_t>(k, int32_t(ids.size()));
   std::partial_sort(ids.begin(), ids.begin() + k, ids.end(), [&](int32_t a, int32_t b) {
     return c_score_[a] > c_score_[b] || (c_score_[a] == c_score_[b] && a < b);
@@ -82,8 +86,7 @@ void TreeBuilder::start(int32_t root_token, const float* root_logits) {
   c_parent_.clear(), c_token_.clear(), c_depth_.clear(), c_slot_.clear(), c_score_.clear();
   slots_run_ = 0;
   add_children(-1, 0.0f, root_logits);
-  frontier_.resize(size_t(p_.top_k));
-  std::iota(frontier_.begin(), frontier_.end(), 0);
+  frontier_ = best(0, p_.top_k, p_.top_k);  // rank order already; drops those under the floor
   f_parent_rows_.assign(frontier_.size(), 0);
   level_ = 1;
   f_tokens_.clear();
@@ -93,7 +96,7 @@ void TreeBuilder::start(int32_t root_token, const float* root_logits) {
   }
 }
 
-bool TreeBuilder::wants_level() const { return level_ >= 1 && level_ < p_.depth; }
+bool TreeBuilder::wants_level() const { return level_ >= 1 && level_ < p_.depth && !frontier_.empty(); }
 
 std::vector<uint8_t> TreeBuilder::frontier_mask() const {
   const size_t F = frontier_.size(), S = size_t(slots_run_) + F;
@@ -123,8 +126,8 @@ void TreeBuilder::extend(const float* logits) {
 }
 
 DraftTree TreeBuilder::finish() const {
-  const int32_t keep = std::min<int32_t>(p_.total_tokens - 1, int32_t(c_score_.size()));
-  std::vector<int32_t> sel = best(0, int32_t(c_score_.size()), keep);
+  std::vector<int32_t> sel = best(0, int32_t(c_score_.size()), p_.total_tokens - 1, /*with_first=*/true);
+  const int32_t keep = int32_t(sel.size());
   // Ascending candidate order puts parents first: a parent ranks above its child (score >=, lower index).
   std::sort(sel.begin(), sel.end());
   std::vector<int32_t> node_of(c_score_.size(), -1);

@@ -2,6 +2,7 @@
 // the drafter on each frontier and hands back its logits, so the same code is driven by the C++
 // drafter in production and by hand-made logits in tests.
 #pragma once
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -11,6 +12,11 @@ struct TreePolicy {
   int32_t top_k = 8;          // children per expanded node and frontier width
   int32_t depth = 6;          // max drafted tokens on a path (drafter levels)
   int32_t total_tokens = 32;  // tree size incl. the root (EAGLE's total_token convention)
+  // Nodes whose cumulative draft log-prob is below this are neither expanded nor kept, except the
+  // most likely first token, which is kept (not expanded) so a tree always drafts: a path's draft
+  // probability tracks how often the target accepts it, so unlikely nodes cost a verify row and a
+  // drafter row for little, while whether to draft at all is the caller's choice. -inf keeps all.
+  float min_log_prob = -INFINITY;
 };
 
 // Nodes in ascending candidate order: root first, every parent before its children, depth
@@ -56,7 +62,9 @@ class TreeBuilder {
 
  private:
   void add_children(int32_t parent, float parent_score, const float* logits);
-  std::vector<int32_t> best(int32_t begin, int32_t end, int32_t k) const;
+  // The k best candidates in [begin, end) at or above the floor (and candidate 0, the most likely first
+  // token, when with_first), by rank.
+  std::vector<int32_t> best(int32_t begin, int32_t end, int32_t k, bool with_first = false) const;
 
   TreePolicy p_;
   std::vector<int32_t> d2t_;

@@ -30,7 +30,8 @@ def add_model_options(p) -> None:
     p.add_argument("--tree", default=None,
                    help="draft tree 'TOP_K,DEPTH,TOTAL', 'chain:DEPTH' or 'auto[:MAX_DEPTH][:nolookup]' (default: "
                         "the drafter's recommendation, else auto: a chain of 0-7 tokens per round, as deep as pays, "
-                        "from the drafter or copied from earlier text; ':nolookup' drafts from the drafter alone)")
+                        "from the drafter or copied from earlier text; ':nolookup' drafts from the drafter alone); "
+                        "'@P' after any of them drops drafted tokens whose draft probability is under P (e.g. auto@0.3)")
 
 
 def load_model(args):

@@ -7,6 +7,7 @@ The drafter is any `Proposer`: the rounds never ask which family it is.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 import weakref
 from typing import Iterator
@@ -18,7 +19,7 @@ from eyas.speculative.lookup import PromptLookup, chain_tree
 from eyas.speculative.metrics import SpeculativeMetrics
 from eyas.speculative.policy import TreePolicy
 from eyas.speculative.proposer import Proposer
-from eyas.speculative.rounds import Accepted, accept, commit, split_aux, verify
+from eyas.speculative.rounds import Accepted, accept, commit, drop_unlikely, split_aux, verify
 
 
 # The last greedy generation's depth chooser per proposer: the next one starts from its costs and
@@ -184,14 +185,14 @@ class SpeculativeGenerator:
                     yield tokens.tolist()
                     continue
                 if policy.adaptive:
-                    policy = TreePolicy.chain(depth)
+                    policy = TreePolicy.chain(depth, min_prob=policy.min_prob)
                 if policy.total_tokens > room:
-                    policy = TreePolicy(policy.top_k, policy.depth, room)
+                    policy = dataclasses.replace(policy, total_tokens=room)
                 t0 = time.perf_counter()
                 pairs = np.concatenate(pending_tokens)
                 proposer.ingest(np.concatenate(pending_aux), pairs)
                 t_ingested = time.perf_counter()
-                tree = proposer.propose(policy)
+                tree = drop_unlikely(proposer.propose(policy), policy.min_log_prob)
                 t1 = time.perf_counter()
                 verified = verify(target, tree, self.n_features, self.lazy)
                 t2 = time.perf_counter()

@@ -59,7 +59,8 @@ class Proposer(abc.ABC):
 
     @abc.abstractmethod
     def propose(self, policy: TreePolicy) -> DraftTree:
-        """A draft tree rooted at the last ingested token, within `policy`'s shape."""
+        """A draft tree rooted at the last ingested token, within `policy`'s shape (nodes under its
+        `min_prob` may be left out: the generator drops any that remain, by `scores`)."""
 
     def observe(self, accepted: int, drafted_depth: int) -> None:
         """After each drafted round: the target accepted `accepted` of the tokens on the tree's best
@@ -132,7 +133,7 @@ class RuntimeProposer(Proposer):
             self._skipped = n
 
     def propose(self, policy: TreePolicy) -> DraftTree:
-        t = self._runtime.expand(policy.top_k, policy.depth, policy.total_tokens)
+        t = self._runtime.expand(policy.top_k, policy.depth, policy.total_tokens, policy.min_log_prob)
         return DraftTree(t["tokens"], t["parents"], t["depths"], t["mask"], t.get("scores"))
 
 

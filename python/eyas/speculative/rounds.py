@@ -26,6 +26,26 @@ class DraftTree:
         return int(self.tokens.shape[0])
 
 
+def drop_unlikely(tree: DraftTree, min_log_prob: float) -> DraftTree:
+    """The tree without the nodes whose score is under min_log_prob, except its most likely first token
+    (as the C++ drafters build it: a proposer that ignores the floor gets the same tree). A node scores at
+    most its parent's (scores are cumulative log-probs), so the kept nodes stay closed under ancestors."""
+    if tree.scores is None or min_log_prob == -np.inf or tree.size == 1:
+        return tree
+    first = np.flatnonzero(tree.depths == 1)
+    first = first[np.argmax(tree.scores[first])]  # the lowest index among equal scores
+    keep = np.flatnonzero((tree.scores >= min_log_prob) | (np.arange(tree.size) == 0) | (np.arange(tree.size) == first))
+    if len(keep) == tree.size:
+        return tree
+    index = np.full(tree.size, -1, np.int32)
+    index[keep] = np.arange(len(keep), dtype=np.int32)
+    parents = np.where(keep == 0, -1, index[tree.parents[keep]]).astype(np.int32)
+    if (parents[1:] < 0).any():
+        raise ValueError("[speculative] a draft tree's node scores rise along a path; cannot drop by score")
+    return DraftTree(tree.tokens[keep], parents, tree.depths[keep], np.ascontiguousarray(tree.mask[np.ix_(keep, keep)]),
+                     tree.scores[keep])
+
+
 @dataclasses.dataclass
 class Verified:
     features: np.ndarray  # float32[N, F*H] the drafter's aux features of every node
