@@ -85,7 +85,7 @@ kernel void matmul_q_vec(constant MatmulArgs& a [[buffer(0)]],
                          uint sgitg [[simdgroup_index_in_threadgroup]],
                          uint nsg [[simdgroups_per_threadgroup]],
                          uint lane [[thread_index_in_simdgroup]]) {
-  threadgroup float part[EYAS_MAX_TG];
+  threadgroup BlockTerms part[EYAS_MAX_TG];
   const uint n = g.x * nsg + sgitg, t = g.y;
   const int nb = a.k / BE, spb = BE == 256 ? 16 : 1;
   const bool live = n < uint(a.n) && t < uint(a.rows);
@@ -95,10 +95,10 @@ kernel void matmul_q_vec(constant MatmulArgs& a [[buffer(0)]],
     const int b = b0 + int(lane);
     if (live && b < nb)
       part[sgitg * EYAS_SIMD + lane] =
-          block_p(wr[b], xq + ulong(t) * a.k + b * BE, xd[ulong(t) * nb + b], xs + ulong(t) * nb * spb + b * spb);
+          block_t(wr[b], xq + ulong(t) * a.k + b * BE, xd[ulong(t) * nb + b], xs + ulong(t) * nb * spb + b * spb);
     simdgroup_barrier(mem_flags::mem_threadgroup);
     if (lane == 0 && live)
-      for (int j = 0; j < EYAS_SIMD && b0 + j < nb; ++j) acc = acc + part[sgitg * EYAS_SIMD + j];
+      for (int j = 0; j < EYAS_SIMD && b0 + j < nb; ++j) acc = block_step(wr[0], acc, part[sgitg * EYAS_SIMD + j]);
     simdgroup_barrier(mem_flags::mem_threadgroup);
   }
   if (lane == 0 && live) y[ulong(t) * a.n + n] = acc;
@@ -119,7 +119,7 @@ kernel void matmul_q_mat(constant MatmulArgs& a [[buffer(0)]],
   const device Q* wr = (const device Q*)(w + ulong(n) * nb * sizeof(Q));
   float acc = 0.0f;
   for (int b = 0; b < nb; ++b)
-    acc = acc + block_p(wr[b], xq + ulong(t) * a.k + b * BE, xd[ulong(t) * nb + b], xs + ulong(t) * nb * spb + b * spb);
+    acc = block_step(wr[b], acc, block_t(wr[b], xq + ulong(t) * a.k + b * BE, xd[ulong(t) * nb + b], xs + ulong(t) * nb * spb + b * spb));
   y[ulong(t) * a.n + n] = acc;
 }
 

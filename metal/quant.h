@@ -23,28 +23,42 @@ inline int idot_nib5(uint qh, const device uchar* qs, const device char* x) {
   return s;
 }
 
-// p_b: one block's contribution, added to the output in block order by the caller.
-inline float block_p(const device block_q8_0& b, const device char* x, float dx, const device int* xs) {
+// One block's terms, which the caller applies in block order with block_step: legacy types
+// acc = fma(f, s, acc), then fma(m, d, acc) for those with a min (Q4_1, Q5_1); K-quants acc = acc + f.
+struct BlockTerms {
+  float f, s, m, d;
+};
+inline BlockTerms block_t(const device block_q8_0& b, const device char* x, float dx, const device int* xs) {
   int s = 0;
   for (int j = 0; j < 32; ++j) s += int(b.qs[j]) * int(x[j]);
-  return float(s) * (float(b.d) * dx);
+  return {float(s), float(b.d) * dx, 0.0f, 0.0f};
 }
-inline float block_p(const device block_q4_0& b, const device char* x, float dx, const device int* xs) {
+inline BlockTerms block_t(const device block_q4_0& b, const device char* x, float dx, const device int* xs) {
   const int i = idot_nib(b.qs, x) - 8 * xs[0];
-  return float(i) * (float(b.d) * dx);
+  return {float(i), float(b.d) * dx, 0.0f, 0.0f};
 }
-inline float block_p(const device block_q4_1& b, const device char* x, float dx, const device int* xs) {
+inline BlockTerms block_t(const device block_q4_1& b, const device char* x, float dx, const device int* xs) {
   const int i = idot_nib(b.qs, x);
-  return float(i) * (float(b.d) * dx) + float(b.m) * (dx * float(xs[0]));
+  return {float(i), float(b.d) * dx, float(b.m), dx * float(xs[0])};
 }
-inline float block_p(const device block_q5_0& b, const device char* x, float dx, const device int* xs) {
+inline BlockTerms block_t(const device block_q5_0& b, const device char* x, float dx, const device int* xs) {
   const int i = idot_nib5(rd_u32(b.qh), b.qs, x) - 16 * xs[0];
-  return float(i) * (float(b.d) * dx);
+  return {float(i), float(b.d) * dx, 0.0f, 0.0f};
 }
-inline float block_p(const device block_q5_1& b, const device char* x, float dx, const device int* xs) {
+inline BlockTerms block_t(const device block_q5_1& b, const device char* x, float dx, const device int* xs) {
   const int i = idot_nib5(rd_u32(b.qh), b.qs, x);
-  return float(i) * (float(b.d) * dx) + float(b.m) * (dx * float(xs[0]));
+  return {float(i), float(b.d) * dx, float(b.m), dx * float(xs[0])};
 }
+inline float block_step(const device block_q8_0&, float acc, BlockTerms t) { return fma(t.f, t.s, acc); }
+inline float block_step(const device block_q4_0&, float acc, BlockTerms t) { return fma(t.f, t.s, acc); }
+inline float block_step(const device block_q5_0&, float acc, BlockTerms t) { return fma(t.f, t.s, acc); }
+inline float block_step(const device block_q4_1&, float acc, BlockTerms t) { return fma(t.m, t.d, fma(t.f, t.s, acc)); }
+inline float block_step(const device block_q5_1&, float acc, BlockTerms t) { return fma(t.m, t.d, fma(t.f, t.s, acc)); }
+inline float block_step(const device block_q4_K&, float acc, BlockTerms t) { return acc + t.f; }
+inline float block_step(const device block_q5_K&, float acc, BlockTerms t) { return acc + t.f; }
+inline float block_step(const device block_q6_K&, float acc, BlockTerms t) { return acc + t.f; }
+
+// K-quants: p_b, the block's contribution.
 inline float block_p(const device block_q4_K& b, const device char* x, float dx, const device int* xs) {
   int i1 = 0, i2 = 0;
   for (int c = 0; c < 4; ++c) {
@@ -91,6 +105,16 @@ inline float block_p(const device block_q6_K& b, const device char* x, float dx,
   int i = 0;
   for (int g = 0; g < 16; ++g) i += int(b.scales[g]) * (g16[g] - 32 * xs[g]);
   return float(i) * (float(b.d) * dx);
+}
+
+inline BlockTerms block_t(const device block_q4_K& b, const device char* x, float dx, const device int* xs) {
+  return {block_p(b, x, dx, xs), 0.0f, 0.0f, 0.0f};
+}
+inline BlockTerms block_t(const device block_q5_K& b, const device char* x, float dx, const device int* xs) {
+  return {block_p(b, x, dx, xs), 0.0f, 0.0f, 0.0f};
+}
+inline BlockTerms block_t(const device block_q6_K& b, const device char* x, float dx, const device int* xs) {
+  return {block_p(b, x, dx, xs), 0.0f, 0.0f, 0.0f};
 }
 
 // Element e of a block, dequantized with the CPU embedding's operations.

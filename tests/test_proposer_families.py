@@ -444,9 +444,9 @@ def test_auto_drafts_with_the_better_family_and_ingests_only_into_it(loaded, pla
     auto = bad_and_good(loaded)
     bad, good = auto.subs["bad"], auto.subs["good"]
     model = model_with(loaded, auto)
-    # Prompts the real drafter drafts well from the start (on "Name three colors." its first rounds all
-    # miss: a tie at 0 that goes to the first family until a re-probe).
-    for prompt in (PROMPTS[0], PROMPTS[2]):
+    # Prompts the real drafter drafts well from the start (on "Explain what a CPU cache is." its first rounds
+    # all miss: a tie at 0 that goes to the first family until a re-probe).
+    for prompt in (PROMPTS[0], PROMPTS[1]):
         before = {name: collections.Counter(p.calls) for name, p in auto.subs.items()}
         got = model.generate(prompt, chat=True, max_tokens=64, tree="chain:3")
         assert got.tokens == plain.generate(prompt, chat=True, max_tokens=64).tokens

@@ -3,10 +3,12 @@
 // float operations (order fixed by the source, no fast-math, no contraction) keep their bits.
 //
 // The result for one output element is, for legacy types with per-block activation scale dx,
-// integer sum sx and integer dot I (exact):
+// integer sum sx and integer dot I (exact), with fused multiply-adds (one rounding each):
+//   acc = 0;  for b in blocks:
+//     acc = fma(float(I_b), dw_b * dx_b, acc)                   Q8_0, Q4_0, Q5_0 (offsets folded into I)
+//     acc = fma(mw_b, dx_b * float(sx_b), fma(float(I_b), dw_b * dx_b, acc))   Q4_1, Q5_1
+// and for the K-quants:
 //   acc = 0;  for b in blocks: acc = acc + p_b
-//   p_b = float(I_b) * (dw_b * dx_b)                            Q8_0, Q4_0, Q5_0 (offsets folded into I)
-//   p_b = float(I_b) * (dw_b * dx_b) + mw_b * (dx_b * float(sx_b))      Q4_1, Q5_1
 //   p_b = float(I1_b) * (d_b * dx_b) - float(I2_b) * (dmin_b * dx_b)    Q4_K, Q5_K (I2 = mins . sums)
 //   p_b = float(I_b) * (d_b * dx_b)                              Q6_K
 // Float weights: 16 lanes, lane[k % 16] = fma(x[k], w[k], lane[k % 16]), folded 8, 4, 2, 1.
@@ -108,11 +110,17 @@ inline int32_t idot_nib5(const uint8_t* qh4, const uint8_t* qs, const int8_t* x)
   return s;
 }
 
+// One legacy block's step of the recipe above: s = dw * dx; mw, dsx = dx * float(sx) for the types with a min.
+inline float fma_block(float acc, int32_t i, float s) { return __builtin_fmaf(float(i), s, acc); }
+inline float fma_block_min(float acc, int32_t i, float s, float mw, float dsx) {
+  return __builtin_fmaf(mw, dsx, __builtin_fmaf(float(i), s, acc));
+}
+
 inline float dot_q8_0(const uint8_t* w, const XRow& x, int64_t nb) {
   float acc = 0.0f;
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* blk = w + b * kQ8_0Bytes;
-    acc = acc + float(idot_q8_0(blk, x.qs + b * 32)) * (H2F(rd16(blk)) * x.d[b]);
+    acc = fma_block(acc, idot_q8_0(blk, x.qs + b * 32), H2F(rd16(blk)) * x.d[b]);
   }
   return acc;
 }
@@ -122,7 +130,7 @@ inline float dot_q4_0(const uint8_t* w, const XRow& x, int64_t nb) {
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* blk = w + b * kQ4_0Bytes;
     int32_t i = idot_nib(blk + 2, x.qs + b * 32) - 8 * x.s[b];
-    acc = acc + float(i) * (H2F(rd16(blk)) * x.d[b]);
+    acc = fma_block(acc, i, H2F(rd16(blk)) * x.d[b]);
   }
   return acc;
 }
@@ -132,7 +140,7 @@ inline float dot_q4_1(const uint8_t* w, const XRow& x, int64_t nb) {
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* blk = w + b * kQ4_1Bytes;
     int32_t i = idot_nib(blk + 4, x.qs + b * 32);
-    acc = acc + (float(i) * (H2F(rd16(blk)) * x.d[b]) + H2F(rd16(blk + 2)) * (x.d[b] * float(x.s[b])));
+    acc = fma_block_min(acc, i, H2F(rd16(blk)) * x.d[b], H2F(rd16(blk + 2)), x.d[b] * float(x.s[b]));
   }
   return acc;
 }
@@ -142,7 +150,7 @@ inline float dot_q5_0(const uint8_t* w, const XRow& x, int64_t nb) {
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* blk = w + b * kQ5_0Bytes;
     int32_t i = idot_nib5(blk + 2, blk + 6, x.qs + b * 32) - 16 * x.s[b];
-    acc = acc + float(i) * (H2F(rd16(blk)) * x.d[b]);
+    acc = fma_block(acc, i, H2F(rd16(blk)) * x.d[b]);
   }
   return acc;
 }
@@ -152,7 +160,7 @@ inline float dot_q5_1(const uint8_t* w, const XRow& x, int64_t nb) {
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* blk = w + b * kQ5_1Bytes;
     int32_t i = idot_nib5(blk + 4, blk + 8, x.qs + b * 32);
-    acc = acc + (float(i) * (H2F(rd16(blk)) * x.d[b]) + H2F(rd16(blk + 2)) * (x.d[b] * float(x.s[b])));
+    acc = fma_block_min(acc, i, H2F(rd16(blk)) * x.d[b], H2F(rd16(blk + 2)), x.d[b] * float(x.s[b]));
   }
   return acc;
 }

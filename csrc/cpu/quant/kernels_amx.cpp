@@ -136,8 +136,7 @@ static void tile_cols(const Job& j, const Prep& p, int64_t n0, bool prefetch_nex
       auto rows = [&](int i0, int i1) {
         for (int i = i0; i < i1; ++i) {
           const __m512i iv = _mm512_load_si512(cbuf[b & 1][i]);
-          const __m512 pv = _mm512_mul_ps(_mm512_cvtepi32_ps(iv), _mm512_mul_ps(_mm512_set1_ps(dw[b * 16 + i]), dx));
-          acc[i] = _mm512_add_ps(acc[i], pv);
+          acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(iv), _mm512_mul_ps(_mm512_set1_ps(dw[b * 16 + i]), dx), acc[i]);
         }
       };
       // The tile instructions sit between parts of the epilogue: issued back to back they stall
@@ -231,7 +230,7 @@ static void q4p_pass(const Job& j, const Q4Rows& xr, int64_t n, int64_t rows, ui
   for (int64_t r0 = 0; r0 < rows; r0 += tg) {
     for (int t = 0; t < tg; ++t)
       for (int g = 0; g < G; ++g) _mm512_store_ps(acc[t][g], _mm512_setzero_ps());
-    // acc = acc + p_b of dot_generic.h for rows [t0, t1) of block b (weight scales in dwv/mwv).
+    // dot_generic.h's block step for rows [t0, t1) of block b (weight scales in dwv/mwv).
     __m512 dwv[G], mwv[G];
     auto scales = [&](int64_t b) {
       for (int g = 0; g < G; ++g) {
@@ -247,9 +246,9 @@ static void q4p_pass(const Job& j, const Q4Rows& xr, int64_t n, int64_t rows, ui
         for (int g = 0; g < G; ++g) {
           __m512i iv = _mm512_load_si512(c[g][t]);
           if constexpr (!has_min) iv = _mm512_sub_epi32(iv, _mm512_set1_epi32(xr.off[rb]));
-          __m512 pv = _mm512_mul_ps(_mm512_cvtepi32_ps(iv), _mm512_mul_ps(dwv[g], bdx));
-          if constexpr (has_min) pv = _mm512_add_ps(pv, _mm512_mul_ps(mwv[g], _mm512_set1_ps(xr.dsx[rb])));
-          _mm512_store_ps(acc[t][g], _mm512_add_ps(_mm512_load_ps(acc[t][g]), pv));
+          __m512 a = _mm512_fmadd_ps(_mm512_cvtepi32_ps(iv), _mm512_mul_ps(dwv[g], bdx), _mm512_load_ps(acc[t][g]));
+          if constexpr (has_min) a = _mm512_fmadd_ps(mwv[g], _mm512_set1_ps(xr.dsx[rb]), a);
+          _mm512_store_ps(acc[t][g], a);
         }
       }
     };

@@ -134,9 +134,9 @@ static void q4a_rows(const Job& j, const Q4Rows& xr, int64_t n, int h0, int64_t 
         const int64_t rb = t * nb + b;
         __m256i it = iv[t][hh];
         if constexpr (K == kQ4_0 || K == kQ5_0) it = _mm256_sub_epi32(it, _mm256_set1_epi32(off0[rb]));
-        __m256 pv = _mm256_mul_ps(_mm256_cvtepi32_ps(it), _mm256_mul_ps(dwv, _mm256_set1_ps(dx0[rb])));
-        if constexpr (has_min) pv = _mm256_add_ps(pv, _mm256_mul_ps(mwv, _mm256_set1_ps(dsx0[rb])));
-        acc[t][hh] = _mm256_add_ps(acc[t][hh], pv);
+        __m256 a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(it), _mm256_mul_ps(dwv, _mm256_set1_ps(dx0[rb])), acc[t][hh]);
+        if constexpr (has_min) a = _mm256_fmadd_ps(mwv, _mm256_set1_ps(dsx0[rb]), a);
+        acc[t][hh] = a;
       }
     }
   }

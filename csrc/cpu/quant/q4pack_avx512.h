@@ -88,9 +88,9 @@ static void q4v_rows(const Job& j, const Q4Rows& xr, const int64_t (&n)[S], int6
         __m512i iv = _mm512_add_epi32(i0, i1);
         const int64_t rb = t * nb + b;
         if constexpr (!has_min) iv = _mm512_sub_epi32(iv, _mm512_set1_epi32(off0[rb]));
-        __m512 pv = _mm512_mul_ps(_mm512_cvtepi32_ps(iv), _mm512_mul_ps(dwv, _mm512_set1_ps(dx0[rb])));
-        if constexpr (has_min) pv = _mm512_add_ps(pv, _mm512_mul_ps(mwv, _mm512_set1_ps(dsx0[rb])));
-        acc[g][t] = _mm512_add_ps(acc[g][t], pv);
+        __m512 a = _mm512_fmadd_ps(_mm512_cvtepi32_ps(iv), _mm512_mul_ps(dwv, _mm512_set1_ps(dx0[rb])), acc[g][t]);
+        if constexpr (has_min) a = _mm512_fmadd_ps(mwv, _mm512_set1_ps(dsx0[rb]), a);
+        acc[g][t] = a;
       }
     }
   }

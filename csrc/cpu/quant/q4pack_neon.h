@@ -74,9 +74,10 @@ static void q4n_rows(const Job& j, const Q4Rows& xr, int64_t n, int q0, int64_t 
         const int64_t rb = t * nb + b;
         int32x4_t it = iv[t][q];
         if constexpr (K == kQ4_0 || K == kQ5_0) it = vsubq_s32(it, vdupq_n_s32(xr.off[(r0 * nb) + rb]));
-        float32x4_t pv = vmulq_f32(vcvtq_f32_s32(it), vmulq_f32(dw, vdupq_n_f32(xr.dx[(r0 * nb) + rb])));
-        if constexpr (has_min) pv = vaddq_f32(pv, vmulq_f32(mw, vdupq_n_f32(xr.dsx[(r0 * nb) + rb])));
-        acc[t][q] = vaddq_f32(acc[t][q], pv);
+        // vfmaq_f32(a, b, c) = a + b * c with one rounding
+        float32x4_t a = vfmaq_f32(acc[t][q], vcvtq_f32_s32(it), vmulq_f32(dw, vdupq_n_f32(xr.dx[(r0 * nb) + rb])));
+        if constexpr (has_min) a = vfmaq_f32(a, mw, vdupq_n_f32(xr.dsx[(r0 * nb) + rb]));
+        acc[t][q] = a;
       }
     }
   }

@@ -28,11 +28,18 @@ static inline __m128 load_h4(const uint8_t* p, int stride) {
 }
 
 // acc = (((acc + p0) + p1) + p2) + p3: the block order of the definition.
-static inline float add_in_order(float acc, __m128 p) {
-  acc = acc + _mm_cvtss_f32(p);
-  acc = acc + _mm_cvtss_f32(_mm_movehdup_ps(p));
-  acc = acc + _mm_cvtss_f32(_mm_movehl_ps(p, p));
-  acc = acc + _mm_cvtss_f32(_mm_shuffle_ps(p, p, 3));
+// dot_generic.h's block steps for 4 blocks in order: lane i of f (float(I)), s (dw * dx), and for the
+// types with a min, mw and dsx (dx * float(sx)).
+static inline float fma_in_order(float acc, __m128 f, __m128 s) {
+  alignas(16) float fv[4], sv[4];
+  _mm_store_ps(fv, f), _mm_store_ps(sv, s);
+  for (int i = 0; i < 4; ++i) acc = __builtin_fmaf(fv[i], sv[i], acc);
+  return acc;
+}
+static inline float fma_min_in_order(float acc, __m128 f, __m128 s, __m128 mw, __m128 dsx) {
+  alignas(16) float fv[4], sv[4], mv[4], dv[4];
+  _mm_store_ps(fv, f), _mm_store_ps(sv, s), _mm_store_ps(mv, mw), _mm_store_ps(dv, dsx);
+  for (int i = 0; i < 4; ++i) acc = __builtin_fmaf(mv[i], dv[i], __builtin_fmaf(fv[i], sv[i], acc));
   return acc;
 }
 
@@ -70,11 +77,11 @@ static inline float dot_q8_0_v(const uint8_t* w, const XRow& x, int64_t nb) {
     __m128i xs = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x.s + b));
     __m128i i = _mm_sub_epi32(sum_blocks_8x4(a, c), _mm_slli_epi32(xs, 7));
     __m128 s = _mm_mul_ps(load_h4(p, kQ8_0Bytes), _mm_loadu_ps(x.d + b));
-    acc = add_in_order(acc, _mm_mul_ps(_mm_cvtepi32_ps(i), s));
+    acc = fma_in_order(acc, _mm_cvtepi32_ps(i), s);
   }
   for (; b < nb; ++b) {
     const uint8_t* blk = w + b * kQ8_0Bytes;
-    acc = acc + float(idot_q8_0(blk, x.qs + b * 32)) * (H2F(rd16(blk)) * x.d[b]);
+    acc = fma_block(acc, idot_q8_0(blk, x.qs + b * 32), H2F(rd16(blk)) * x.d[b]);
   }
   return acc;
 }
@@ -91,11 +98,11 @@ static inline float dot_q4_0_v(const uint8_t* w, const XRow& x, int64_t nb) {
     __m128i xs = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x.s + b));
     __m128i i = _mm_sub_epi32(sum_blocks_4x4(a), _mm_slli_epi32(xs, 3));
     __m128 s = _mm_mul_ps(load_h4(p, kQ4_0Bytes), _mm_loadu_ps(x.d + b));
-    acc = add_in_order(acc, _mm_mul_ps(_mm_cvtepi32_ps(i), s));
+    acc = fma_in_order(acc, _mm_cvtepi32_ps(i), s);
   }
   for (; b < nb; ++b) {
     const uint8_t* blk = w + b * kQ4_0Bytes;
-    acc = acc + float(idot_nib(blk + 2, x.qs + b * 32) - 8 * x.s[b]) * (H2F(rd16(blk)) * x.d[b]);
+    acc = fma_block(acc, idot_nib(blk + 2, x.qs + b * 32) - 8 * x.s[b], H2F(rd16(blk)) * x.d[b]);
   }
   return acc;
 }
@@ -111,14 +118,13 @@ static inline float dot_q4_1_v(const uint8_t* w, const XRow& x, int64_t nb) {
     __m512i a = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, xlo), hi, xhi);
     __m128 dx = _mm_loadu_ps(x.d + b);
     __m128 sx = _mm_cvtepi32_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x.s + b)));
-    __m128 t1 = _mm_mul_ps(_mm_cvtepi32_ps(sum_blocks_4x4(a)), _mm_mul_ps(load_h4(p, kQ4_1Bytes), dx));
-    __m128 t2 = _mm_mul_ps(load_h4(p + 2, kQ4_1Bytes), _mm_mul_ps(dx, sx));
-    acc = add_in_order(acc, _mm_add_ps(t1, t2));
+    acc = fma_min_in_order(acc, _mm_cvtepi32_ps(sum_blocks_4x4(a)), _mm_mul_ps(load_h4(p, kQ4_1Bytes), dx),
+                           load_h4(p + 2, kQ4_1Bytes), _mm_mul_ps(dx, sx));
   }
   for (; b < nb; ++b) {
     const uint8_t* blk = w + b * kQ4_1Bytes;
     int32_t i = idot_nib(blk + 4, x.qs + b * 32);
-    acc = acc + (float(i) * (H2F(rd16(blk)) * x.d[b]) + H2F(rd16(blk + 2)) * (x.d[b] * float(x.s[b])));
+    acc = fma_block_min(acc, i, H2F(rd16(blk)) * x.d[b], H2F(rd16(blk + 2)), x.d[b] * float(x.s[b]));
   }
   return acc;
 }
@@ -230,19 +236,22 @@ static inline void dot4_q4(const uint8_t* const* wc, const XRow& x, int64_t nb, 
       sc = _mm512_permutex2var_epi16(s01, _mm512_load_si512(pm.merge2), s23);
     }
     const __m512 dw = _mm512_cvtph_ps(_mm512_castsi512_si256(sc));
-    __m512 p;
-    if constexpr (kMin) {
-      const __m512 mw = _mm512_cvtph_ps(_mm512_extracti64x4_epi64(sc, 1));
-      p = _mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(u), _mm512_mul_ps(dw, dx)),
-                        _mm512_mul_ps(mw, _mm512_mul_ps(dx, _mm512_cvtepi32_ps(sx))));
-    } else {
-      u = _mm512_sub_epi32(u, _mm512_slli_epi32(sx, kShift));
-      p = _mm512_mul_ps(_mm512_cvtepi32_ps(u), _mm512_mul_ps(dw, dx));
-    }
-    acc = _mm_add_ps(acc, _mm512_castps512_ps128(p));
-    if (nblk > 1) acc = _mm_add_ps(acc, _mm512_extractf32x4_ps(p, 1));
-    if (nblk > 2) acc = _mm_add_ps(acc, _mm512_extractf32x4_ps(p, 2));
-    if (nblk > 3) acc = _mm_add_ps(acc, _mm512_extractf32x4_ps(p, 3));
+    if constexpr (!kMin) u = _mm512_sub_epi32(u, _mm512_slli_epi32(sx, kShift));
+    const __m512 f = _mm512_cvtepi32_ps(u), s = _mm512_mul_ps(dw, dx);
+    __m512 mw = _mm512_setzero_ps(), dsx = _mm512_setzero_ps();
+    if constexpr (kMin) mw = _mm512_cvtph_ps(_mm512_extracti64x4_epi64(sc, 1)), dsx = _mm512_mul_ps(dx, _mm512_cvtepi32_ps(sx));
+    // Block i's 4 rows in 128-bit lane i: its steps follow block i - 1's, as dot_generic.h orders them.
+    auto step = [&](__m128 fi, __m128 si, __m128 mi, __m128 di) {
+      acc = _mm_fmadd_ps(fi, si, acc);
+      if constexpr (kMin) acc = _mm_fmadd_ps(mi, di, acc);
+    };
+    step(_mm512_castps512_ps128(f), _mm512_castps512_ps128(s), _mm512_castps512_ps128(mw), _mm512_castps512_ps128(dsx));
+    if (nblk > 1)
+      step(_mm512_extractf32x4_ps(f, 1), _mm512_extractf32x4_ps(s, 1), _mm512_extractf32x4_ps(mw, 1), _mm512_extractf32x4_ps(dsx, 1));
+    if (nblk > 2)
+      step(_mm512_extractf32x4_ps(f, 2), _mm512_extractf32x4_ps(s, 2), _mm512_extractf32x4_ps(mw, 2), _mm512_extractf32x4_ps(dsx, 2));
+    if (nblk > 3)
+      step(_mm512_extractf32x4_ps(f, 3), _mm512_extractf32x4_ps(s, 3), _mm512_extractf32x4_ps(mw, 3), _mm512_extractf32x4_ps(dsx, 3));
   }
   _mm_storeu_ps(out, acc);
 }
