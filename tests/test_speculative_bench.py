@@ -84,6 +84,24 @@ def test_bench_workloads_worst_prompt_and_depth_rates(tmp_path):
     assert "docs" in table and "worst" in table and "acceptance at depth" in table
 
 
+def test_bench_reports_each_repeat_ratio(tmp_path):
+    prompts = [{"prompt": "hello", "chat": False, "workload": "a"}, {"prompt": "abc", "chat": False, "workload": "a"}]
+    r = bench(FakeModel(), prompts, policy=TreePolicy(3, 3, 8), max_tokens=10, repeats=3)
+    v = r["workloads"]["a"]
+    assert len(v["speedup_per_repeat"]) == len(r["speed_ratio_per_repeat"]) == 3
+    # Each repeat's ratio pools that repeat's pairs alone; the pooled ratio lies within their range.
+    rows = r["rows"]
+    for k in range(3):
+        ps, pt, ss, st = (sum(row["per_repeat"][k][i] for row in rows) for i in range(4))
+        assert v["speedup_per_repeat"][k] == pytest.approx((st / ss) / (pt / ps))
+    assert min(v["speedup_per_repeat"]) <= v["speedup"] * (1 + 1e-9)
+    assert max(v["speedup_per_repeat"]) >= v["speedup"] * (1 - 1e-9)
+    assert sum(p[1] for row in rows for p in row["per_repeat"]) == sum(row["plain_tokens"] for row in rows)
+    lo, hi = min(v["speedup_per_repeat"]), max(v["speedup_per_repeat"])
+    table = _table(r)
+    assert f"{lo:.2f}-{hi:.2f}x" in table and "(repeats " in table
+
+
 def test_metrics_count_depths_tried_after_an_accepted_parent():
     from eyas.speculative.metrics import SpeculativeMetrics
 

@@ -120,7 +120,7 @@ def bench(model, prompts: list[dict], *, policy=None, max_tokens=128, repeats=1,
         mine = [r for r in rows if r["workload"] == w]
         worst = min(mine, key=lambda r: r["speedup"])
         workloads[w] = {**_rates(_pooled(mine)), "prompts": len(mine), "worst_prompt": worst["prompt"],
-                        "worst_speedup": worst["speedup"],
+                        "worst_speedup": worst["speedup"], "speedup_per_repeat": repeat_speedups(mine),
                         "identical": all(r["identical"] for r in mine)}
     total = _rates(_pooled(rows))
     return {
@@ -129,6 +129,7 @@ def bench(model, prompts: list[dict], *, policy=None, max_tokens=128, repeats=1,
         "plain_tok_s": total["plain_tok_s"],
         "speculative_tok_s": total["speculative_tok_s"],
         "speed_ratio": total["speedup"],
+        "speed_ratio_per_repeat": repeat_speedups(rows),
         "mean_accepted_length": total["mean_accepted_length"],
         "acceptance_per_pos": total["acceptance_per_pos"],
         "identical": all(r["identical"] for r in rows),
@@ -153,21 +154,35 @@ def new_row(prompt: int, workload: str, prompt_tokens: int) -> dict:
     return {"prompt": prompt, "workload": workload, "prompt_tokens": prompt_tokens, "plain_s": 0.0,
             "speculative_s": 0.0, "plain_tokens": 0, "speculative_tokens": 0, "identical": True,
             "num_drafts": 0, "num_accepted_tokens": 0, "num_lookup_drafts": 0, "num_lookup_accepted_tokens": 0,
-            "accepted_per_pos": [], "tried_per_pos": []}
+            "accepted_per_pos": [], "tried_per_pos": [],
+            "per_repeat": []}  # [plain_s, plain_tokens, speculative_s, speculative_tokens] of each pair, in order
 
 
 def add_pair(row: dict, plain, speculative) -> None:
     """Adds one plain and one speculative run (consumed `Generation`s) of the row's prompt."""
-    row["plain_s"] += plain.metrics["decode_s"]
-    row["speculative_s"] += speculative.metrics["decode_s"]
+    pair = [plain.metrics["decode_s"], max(len(plain.tokens) - 1, 0),
+            speculative.metrics["decode_s"], max(len(speculative.tokens) - 1, 0)]
+    row["plain_s"] += pair[0]
+    row["speculative_s"] += pair[2]
     # Decode-phase tokens: the first token comes from the prefill in both modes.
-    row["plain_tokens"] += max(len(plain.tokens) - 1, 0)
-    row["speculative_tokens"] += max(len(speculative.tokens) - 1, 0)
+    row["plain_tokens"] += pair[1]
+    row["speculative_tokens"] += pair[3]
+    row["per_repeat"].append(pair)
     row["identical"] &= plain.tokens == speculative.tokens
     for key in ("num_drafts", "num_accepted_tokens", "num_lookup_drafts", "num_lookup_accepted_tokens"):
         row[key] += speculative.metrics.get(key, 0)
     for key in ("accepted_per_pos", "tried_per_pos"):
         row[key] = _add_lists(row[key], speculative.metrics[key])
+
+
+def repeat_speedups(rows: list[dict]) -> list[float]:
+    """The pooled speed ratio of `rows` in each repeat on its own (repeat r: every row's r-th pair), so a
+    workload's ratio comes with its spread over the repeats: the noise of the machine it ran on."""
+    out = []
+    for r in range(min(len(row["per_repeat"]) for row in rows)):
+        ps, pt, ss, st = (sum(row["per_repeat"][r][i] for row in rows) for i in range(4))
+        out.append((st / ss) / (pt / ps) if ps and ss and pt else 0.0)
+    return out
 
 
 def _add_lists(a: list, b: list) -> list:
@@ -203,6 +218,10 @@ def _rates(c: dict) -> dict:
     }
 
 
+def _spread(each: list[float] | None) -> str:
+    return f" (repeats {min(each):.2f}-{max(each):.2f}x)" if each and len(each) > 1 else ""
+
+
 def _depths(rates: list[float], most: int = 6) -> str:
     return " ".join(f"{r:.2f}" for r in rates[:most]) or "-"
 
@@ -215,17 +234,20 @@ def _table(result: dict) -> str:
                      f"{r['plain_tok_s']:>11.1f} {r['speculative_tok_s']:>10.1f} {r['speedup']:>6.2f}x "
                      f"{r['mean_accepted_length']:>5.2f} {r['copied']:>6.0%} {'yes' if r['identical'] else 'NO':>4}")
     lines.append("")
-    lines.append(f"{'workload':<16} {'prompts':>7} {'plain tok/s':>11} {'spec tok/s':>10} {'ratio':>6} {'tau':>5} "
-                 f"{'copied':>6} {'worst (#)':>12}  acceptance at depth 1, 2, ...")
+    lines.append(f"{'workload':<16} {'prompts':>7} {'plain tok/s':>11} {'spec tok/s':>10} {'ratio':>6} "
+                 f"{'repeats':>11} {'tau':>5} {'copied':>6} {'worst (#)':>12}  acceptance at depth 1, 2, ...")
     for w, v in result["workloads"].items():
         worst = f"{v['worst_speedup']:.2f}x ({v['worst_prompt']})"
+        each = v.get("speedup_per_repeat") or [v["speedup"]]
+        spread = f"{min(each):.2f}-{max(each):.2f}x"  # the ratio of each repeat alone, lowest to highest
         lines.append(f"{w[:16]:<16} {v['prompts']:>7} {v['plain_tok_s']:>11.1f} {v['speculative_tok_s']:>10.1f} "
-                     f"{v['speedup']:>5.2f}x {v['mean_accepted_length']:>5.2f} {v['copied']:>6.0%} {worst:>12}  "
-                     f"{_depths(v['acceptance_per_pos'])}")
+                     f"{v['speedup']:>5.2f}x {spread:>11} {v['mean_accepted_length']:>5.2f} {v['copied']:>6.0%} "
+                     f"{worst:>12}  {_depths(v['acceptance_per_pos'])}")
     t = result["tree"]
     same = "yes" if result["identical"] else "NO"
     lines.append(f"all: plain {result['plain_tok_s']:.1f} tok/s, speculative {result['speculative_tok_s']:.1f} tok/s, "
-                 f"ratio {result['speed_ratio']:.2f}x, mean accepted length {result['mean_accepted_length']:.2f}, "
+                 f"ratio {result['speed_ratio']:.2f}x{_spread(result.get('speed_ratio_per_repeat'))}, "
+                 f"mean accepted length {result['mean_accepted_length']:.2f}, "
                  f"identical {same} | tree top_k={t['top_k']} depth={t['depth']}{' (adaptive)' if t['adaptive'] else ''}"
                  f"{' + lookup' if t.get('lookup') else ''} "
                  f"total={t['total_tokens']}, repeats {result['repeats']}, "

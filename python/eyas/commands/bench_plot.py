@@ -28,7 +28,8 @@ def check_plotting(path: str | Path) -> None:
 
 
 def plot(result: dict, path: str | Path) -> None:
-    """Left: speculative / plain decode speed per workload (its worst prompt as a dot, 1.0 marked).
+    """Left: speculative / plain decode speed per workload (the range of single repeats as whiskers, its worst
+    prompt as a dot, 1.0 marked).
     Right: acceptance rate at each draft depth per workload."""
     check_plotting(path)
     import matplotlib
@@ -40,7 +41,11 @@ def plot(result: dict, path: str | Path) -> None:
     w = [result["workloads"][n] for n in names]
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
     xs = range(len(names))
-    left.bar(xs, [v["speedup"] for v in w], color="#4c72b0", label="all prompts")
+    ratio = [v["speedup"] for v in w]
+    # Whiskers: the lowest and highest ratio of a single repeat (the machine's noise), where there are several.
+    each = [v.get("speedup_per_repeat") or [v["speedup"]] for v in w]
+    whiskers = [[r - min(e) for r, e in zip(ratio, each)], [max(e) - r for r, e in zip(ratio, each)]]
+    left.bar(xs, ratio, color="#4c72b0", label="all prompts (whiskers: single repeats)", yerr=whiskers, capsize=4, ecolor="#333333")
     left.scatter(xs, [v["worst_speedup"] for v in w], color="#c44e52", zorder=3, label="worst prompt")
     left.axhline(1.0, color="black", linewidth=0.8)
     left.set_xticks(list(xs), names, rotation=20, ha="right")
