@@ -31,7 +31,7 @@ void def_runtime_drafter(nb::class_<D>& c, const char* op, const char* features,
           },
           "top_k"_a, "depth"_a, "total_tokens"_a, "min_log_prob"_a = -INFINITY,
           "Draft tree rooted at the last ingested token: dict(tokens, parents, depths, scores, mask). Nodes "
-          "whose cumulative draft log-prob is under min_log_prob are left out (the tree may be the root alone).")
+          "whose cumulative draft log-prob is under min_log_prob are left out, but for the likeliest first token.")
       .def("truncate", &D::truncate, "n"_a)
       .def("reset", &D::reset)
       .def_prop_ro("length", &D::length)

@@ -27,19 +27,20 @@ static inline __m128 load_h4(const uint8_t* p, int stride) {
   return _mm_cvtph_ps(h);
 }
 
-// acc = (((acc + p0) + p1) + p2) + p3: the block order of the definition.
-// dot_generic.h's block steps for 4 blocks in order: lane i of f (float(I)), s (dw * dx), and for the
-// types with a min, mw and dsx (dx * float(sx)).
-static inline float fma_in_order(float acc, __m128 f, __m128 s) {
-  alignas(16) float fv[4], sv[4];
-  _mm_store_ps(fv, f), _mm_store_ps(sv, s);
-  for (int i = 0; i < 4; ++i) acc = __builtin_fmaf(fv[i], sv[i], acc);
+// dot_generic.h's block steps (fma_block, fma_block_min) for 4 blocks in block order: lane i of I (the
+// integer dot), s (dw * dx), and for the types with a min, mw and dsx (dx * float(sx)).
+static inline float fma_in_order(float acc, __m128i i, __m128 s) {
+  alignas(16) int32_t iv[4];
+  alignas(16) float sv[4];
+  _mm_store_si128(reinterpret_cast<__m128i*>(iv), i), _mm_store_ps(sv, s);
+  for (int k = 0; k < 4; ++k) acc = fma_block(acc, iv[k], sv[k]);
   return acc;
 }
-static inline float fma_min_in_order(float acc, __m128 f, __m128 s, __m128 mw, __m128 dsx) {
-  alignas(16) float fv[4], sv[4], mv[4], dv[4];
-  _mm_store_ps(fv, f), _mm_store_ps(sv, s), _mm_store_ps(mv, mw), _mm_store_ps(dv, dsx);
-  for (int i = 0; i < 4; ++i) acc = __builtin_fmaf(mv[i], dv[i], __builtin_fmaf(fv[i], sv[i], acc));
+static inline float fma_min_in_order(float acc, __m128i i, __m128 s, __m128 mw, __m128 dsx) {
+  alignas(16) int32_t iv[4];
+  alignas(16) float sv[4], mv[4], dv[4];
+  _mm_store_si128(reinterpret_cast<__m128i*>(iv), i), _mm_store_ps(sv, s), _mm_store_ps(mv, mw), _mm_store_ps(dv, dsx);
+  for (int k = 0; k < 4; ++k) acc = fma_block_min(acc, iv[k], sv[k], mv[k], dv[k]);
   return acc;
 }
 
@@ -77,7 +78,7 @@ static inline float dot_q8_0_v(const uint8_t* w, const XRow& x, int64_t nb) {
     __m128i xs = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x.s + b));
     __m128i i = _mm_sub_epi32(sum_blocks_8x4(a, c), _mm_slli_epi32(xs, 7));
     __m128 s = _mm_mul_ps(load_h4(p, kQ8_0Bytes), _mm_loadu_ps(x.d + b));
-    acc = fma_in_order(acc, _mm_cvtepi32_ps(i), s);
+    acc = fma_in_order(acc, i, s);
   }
   for (; b < nb; ++b) {
     const uint8_t* blk = w + b * kQ8_0Bytes;
@@ -98,7 +99,7 @@ static inline float dot_q4_0_v(const uint8_t* w, const XRow& x, int64_t nb) {
     __m128i xs = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x.s + b));
     __m128i i = _mm_sub_epi32(sum_blocks_4x4(a), _mm_slli_epi32(xs, 3));
     __m128 s = _mm_mul_ps(load_h4(p, kQ4_0Bytes), _mm_loadu_ps(x.d + b));
-    acc = fma_in_order(acc, _mm_cvtepi32_ps(i), s);
+    acc = fma_in_order(acc, i, s);
   }
   for (; b < nb; ++b) {
     const uint8_t* blk = w + b * kQ4_0Bytes;
@@ -118,7 +119,7 @@ static inline float dot_q4_1_v(const uint8_t* w, const XRow& x, int64_t nb) {
     __m512i a = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, xlo), hi, xhi);
     __m128 dx = _mm_loadu_ps(x.d + b);
     __m128 sx = _mm_cvtepi32_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x.s + b)));
-    acc = fma_min_in_order(acc, _mm_cvtepi32_ps(sum_blocks_4x4(a)), _mm_mul_ps(load_h4(p, kQ4_1Bytes), dx),
+    acc = fma_min_in_order(acc, sum_blocks_4x4(a), _mm_mul_ps(load_h4(p, kQ4_1Bytes), dx),
                            load_h4(p + 2, kQ4_1Bytes), _mm_mul_ps(dx, sx));
   }
   for (; b < nb; ++b) {

@@ -33,8 +33,9 @@ def drop_unlikely(tree: DraftTree, min_log_prob: float) -> DraftTree:
     if tree.scores is None or min_log_prob == -np.inf or tree.size == 1:
         return tree
     first = np.flatnonzero(tree.depths == 1)
-    first = first[np.argmax(tree.scores[first])]  # the lowest index among equal scores
-    keep = np.flatnonzero((tree.scores >= min_log_prob) | (np.arange(tree.size) == 0) | (np.arange(tree.size) == first))
+    likely = tree.scores >= min_log_prob
+    likely[0] = likely[first[np.argmax(tree.scores[first])]] = True  # the root; the likeliest first token (lowest index on ties)
+    keep = np.flatnonzero(likely)
     if len(keep) == tree.size:
         return tree
     index = np.full(tree.size, -1, np.int32)
