@@ -2,7 +2,7 @@
 // included) on the default model's shapes, 1 and 2 threads. Prints one table: median time, GB/s of
 // weight bytes, GOP/s and the time ratio against T=1 (the speculative verify path needs T=32 to
 // cost well under 2x T=1). EYAS_BENCH_SCALE=k multiplies the time spent per row (default 1);
-// EYAS_BENCH_TYPES=Q4_1,Q8_0, EYAS_BENCH_SHAPES=1536x576, EYAS_BENCH_THREADS=1 and
+// EYAS_BENCH_TYPES=Q4_1,Q8_0, EYAS_BENCH_SHAPES=1536x576, EYAS_BENCH_THREADS=1 (or any counts: 1,4,16) and
 // EYAS_BENCH_ROWS=1,32 limit the table (ratios need T=1 listed; T = 256 and 512 run only when listed);
 // EYAS_ISA forces a path;
 // EYAS_BENCH_NO_PACK=1 times Q4 calls that repack their weight per call (as a caller without a
@@ -81,6 +81,21 @@ std::vector<uint8_t> random_weights(DType t, int64_t n, int64_t k, std::mt19937&
 }
 
 // Whether `item` is in the comma-separated list of environment variable `var` (unset: every item).
+// EYAS_BENCH_THREADS as a list of counts (any, e.g. 1,4,16 on a many-core machine); default 1 and 2.
+std::vector<int> thread_counts() {
+  const char* list = std::getenv("EYAS_BENCH_THREADS");
+  if (!list || !*list) return {1, 2};
+  std::vector<int> out;
+  for (const char* p = list; *p;) {
+    char* end = nullptr;
+    const long n = std::strtol(p, &end, 10);
+    if (end == p) break;
+    if (n > 0 && n <= 1024) out.push_back(int(n));
+    p = *end == ',' ? end + 1 : end;
+  }
+  return out;
+}
+
 bool listed(const char* var, const char* item) {
   const char* only = std::getenv(var);
   return !only || !*only || std::strstr((std::string(",") + only + ",").c_str(), (std::string(",") + item + ",").c_str());
@@ -130,8 +145,7 @@ int main() {
       std::vector<float> x(size_t(max_rows * k)), y(size_t(max_rows * n));
       std::normal_distribution<float> nd(0.0f, 1.0f);
       for (auto& v : x) v = nd(rng);
-      for (int threads : {1, 2}) {
-        if (!listed("EYAS_BENCH_THREADS", std::to_string(threads).c_str())) continue;
+      for (int threads : thread_counts()) {
         ThreadPool pool(threads);
         double t1 = 0;
         for (int T : rows) {

@@ -7,6 +7,8 @@
 #                         $MODELS with bench/make_shape_gguf.py. Skipped when done before on this warm machine
 #   bandwidth             bench_bandwidth: read GB/s of a cold 1 GiB buffer, 1..all threads, 1 and 4 streams
 #   compare:SHAPE:TYPE:T  bench/compare_llamacpp.py (the commit's copy) at each of $THREADS (tg T, pp $PROMPT)
+#   matmul:TYPES:SHAPES:ROWS  bench_matmul, warm, at each of $THREADS (EYAS_BENCH_TYPES / _SHAPES / _ROWS as given,
+#                         commas inside each): whether a kernel alone scales with the threads
 #   pytest:FILE,FILE,...  those test files of the commit's copy against its build (the kernels' parity tests
 #                         on this CPU's instruction sets: AMX here, which CI's machines lack)
 #   profile:SHAPE:TYPE:T  decode steps (T a run, two runs) at each of $PROFILE_THREADS, without and with
@@ -55,7 +57,7 @@ setup() {
      -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF > "$W/llama-cmake.log" 2>&1 &&
    cmake --build "$W/llama.cpp/build" --target llama-bench -j"$(nproc)" > "$W/llama-build.log" 2>&1) &
   local ll=$!
-  (cd "$W/src" && EYAS_TARGETS="_core bench_bandwidth" bash scripts/dev-build scaling) || return 1
+  (cd "$W/src" && EYAS_TARGETS="_core bench_bandwidth bench_matmul" bash scripts/dev-build scaling) || return 1
   say "eyas built"
   wait $ll || { tail -30 "$W/llama-cmake.log" "$W/llama-build.log"; return 1; }
   say "llama-bench built"; grep -iE 'AMX|AVX512|native|OpenMP' "$W/llama-cmake.log" | head
@@ -66,6 +68,14 @@ setup() {
 }
 
 bandwidth() { "$W/src/build/scaling/bench/bench_bandwidth"; }
+
+matmul() {  # TYPES SHAPES ROWS
+  for t in $THREADS; do
+    [ "$(left)" -lt 15 ] && { say "cut (deadline): matmul threads $t"; continue; }
+    EYAS_BENCH_TYPES=$1 EYAS_BENCH_SHAPES=$2 EYAS_BENCH_ROWS=$3 EYAS_BENCH_THREADS=$t \
+      timeout -k 5 "$(left)" "$W/src/build/scaling/bench/bench_matmul" | tail -n +2
+  done
+}
 
 run_pytest() {  # FILE,FILE,...
   python3 -c "import pytest" 2>/dev/null ||
@@ -154,6 +164,7 @@ for step in "$@"; do
   case $name in
     setup) setup || { say "setup failed"; exit 1; } ;;
     bandwidth) say bandwidth; bandwidth ;;
+    matmul) say "bench_matmul $a $b T=$c"; matmul "$a" "$b" "$c" ;;
     pytest) say "pytest $a"; run_pytest "$a" || say "pytest: FAILED" ;;
     compare) compare "$a" "$b" "$c" ;;
     profile) profile "$a" "$b" "$c" ;;
