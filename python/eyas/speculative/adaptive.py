@@ -159,19 +159,25 @@ class DepthChooser:
             yield p
 
     def expected_tokens(self, d: int) -> float:
-        total, run = 1.0, 1.0
+        return self._expected_upto(d)[d]
+
+    def _expected_upto(self, d: int) -> list[float]:
+        """[E(0), .., E(d)] in one pass over p_1 .. p_d (each E(k) the same float sums as alone)."""
+        totals, total, run = [1.0], 1.0, 1.0
         for p in self._acceptances(d):
             run *= p
             total += run
-        return total
+            totals.append(total)
+        return totals
 
-    def _cost_estimate(self, d: int) -> float:
+    def _cost_estimate(self, d: int, known: list | None = None) -> float:
         """c(d) as measured, else linear through the nearest measured depths around it, or the two
         deepest below it (a round's cost grows about linearly with the chain), else flat from the one
-        measured."""
+        measured. known: the measured (depth, cost) pairs, when the caller has listed them already."""
         if self.cost[d] is not None:
             return self.cost[d]
-        known = [(k, c) for k, c in enumerate(self.cost) if c is not None]
+        if known is None:
+            known = [(k, c) for k, c in enumerate(self.cost) if c is not None]
         below = [(k, c) for k, c in known if k < d]
         hi = min(((k, c) for k, c in known if k > d), default=None)
         if below and hi:
@@ -188,7 +194,10 @@ class DepthChooser:
         return min(1.0, p + (p * (1.0 - p) / (n + 3.0)) ** 0.5)
 
     def best(self) -> int:
-        rates = [self.expected_tokens(d) / self._cost_estimate(d) for d in range(self.max_depth + 1)]
+        # Runs before every round: one pass over the acceptances and one list of the measured costs.
+        expected = self._expected_upto(self.max_depth)
+        known = [(k, c) for k, c in enumerate(self.cost) if c is not None]
+        rates = [expected[d] / self._cost_estimate(d, known) for d in range(self.max_depth + 1)]
         d = max(range(1, self.max_depth + 1), key=lambda d: (rates[d], d))
         if rates[d] > rates[0] * (1.0 + self.MARGIN):
             return d

@@ -38,6 +38,11 @@ def choose_policy(policy, proposer: Proposer) -> TreePolicy:
     return policy or proposer.policy or TreePolicy.auto()
 
 
+def joined(parts: list[np.ndarray]) -> np.ndarray:
+    """The parts as one array (the single part itself: most rounds have one)."""
+    return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+
 def kept_positions(target, proposer: Proposer, cached: int) -> int:
     """Positions of a cached prompt that a speculative generation keeps. The proposer's pair p is (feature
     of position p, token p + 1): it stays valid while token p + 1 is still a cached prompt id; the target
@@ -118,6 +123,7 @@ class SpeculativeGenerator:
             if greedy:
                 _GREEDY_LOOKUP_CHOOSERS[proposer] = copies
         weights = max(1, target.weight_bytes)
+        chains: dict[int, TreePolicy] = {}  # the adaptive policy's chain of each depth, built once
         last = None  # (chooser, depth, accepted, start time) of the previous round: its cost runs to this
         # round's start, so it includes what the caller does with each round's tokens (plain steps make more rounds)
         drafter_done = False  # the context is full: the last steps run plain, and their pairs are dropped
@@ -185,12 +191,14 @@ class SpeculativeGenerator:
                     yield tokens.tolist()
                     continue
                 if policy.adaptive:
-                    policy = TreePolicy.chain(depth, min_prob=policy.min_prob)
+                    policy = chains.get(depth)
+                    if policy is None:
+                        policy = chains[depth] = TreePolicy.chain(depth, min_prob=self.policy.min_prob)
                 if policy.total_tokens > room:
                     policy = dataclasses.replace(policy, total_tokens=room)
                 t0 = time.perf_counter()
-                pairs = np.concatenate(pending_tokens)
-                proposer.ingest(np.concatenate(pending_aux), pairs)
+                pairs = joined(pending_tokens)
+                proposer.ingest(joined(pending_aux), pairs)
                 t_ingested = time.perf_counter()
                 tree = drop_unlikely(proposer.propose(policy), policy.min_log_prob)
                 t1 = time.perf_counter()
@@ -198,14 +206,15 @@ class SpeculativeGenerator:
                 t2 = time.perf_counter()
                 acc: Accepted = accept(verified, tree, sampling, rng, proposer.target_head)
                 # Before commit: a proposer that picks its drafter from acceptance learns of this round at once.
-                proposer.observe(len(acc.path) - 1, int(tree.depths.max()))
+                tree_depth = int(tree.depths.max())
+                proposer.observe(len(acc.path) - 1, tree_depth)
                 commit(target, acc)
                 t3 = time.perf_counter()
                 s = self.stats
                 s.propose_s += t1 - t0
                 s.verify_s += t2 - t1
                 s.accept_s += t3 - t2
-                s.observe(tree.size, len(acc.path) - 1, int(tree.depths.max()))
+                s.observe(tree.size, len(acc.path) - 1, tree_depth)
                 if chooser:
                     # A catch-up ingest (the prompt, or the pairs of the plain steps since the last draft) is
                     # paid once for many rounds, not by this one: its time would make drafting look dearer.

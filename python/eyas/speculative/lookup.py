@@ -9,6 +9,8 @@ there is one and its measured acceptance pays (docs/speculative.md §3).
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from eyas.speculative.rounds import DraftTree
@@ -55,10 +57,14 @@ class PromptLookup:
 
 def chain_tree(root: int, drafts: list[int]) -> DraftTree:
     """A chain draft tree: root, then each drafted token the child of the one before."""
-    n = len(drafts) + 1
-    return DraftTree(
-        tokens=np.array([root, *drafts], np.int32),
-        parents=np.arange(-1, n - 1, dtype=np.int32),
-        depths=np.arange(n, dtype=np.int32),
-        mask=np.tril(np.ones((n, n), np.uint8)),
-    )
+    parents, depths, mask = _chain_shape(len(drafts) + 1)
+    return DraftTree(tokens=np.array([root, *drafts], np.int32), parents=parents, depths=depths, mask=mask)
+
+
+@functools.lru_cache(maxsize=None)
+def _chain_shape(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A chain of n nodes' parents, depths and mask, built once per n and read-only (every round shares them)."""
+    arrays = (np.arange(-1, n - 1, dtype=np.int32), np.arange(n, dtype=np.int32), np.tril(np.ones((n, n), np.uint8)))
+    for a in arrays:
+        a.flags.writeable = False
+    return arrays
