@@ -81,6 +81,11 @@ std::vector<uint8_t> random_weights(DType t, int64_t n, int64_t k, std::mt19937&
 }
 
 // Whether `item` is in the comma-separated list of environment variable `var` (unset: every item).
+bool listed(const char* var, const char* item) {
+  const char* only = std::getenv(var);
+  return !only || !*only || std::strstr((std::string(",") + only + ",").c_str(), (std::string(",") + item + ",").c_str());
+}
+
 // EYAS_BENCH_THREADS as a list of counts (any, e.g. 1,4,16 on a many-core machine); default 1 and 2.
 std::vector<int> thread_counts() {
   const char* list = std::getenv("EYAS_BENCH_THREADS");
@@ -94,11 +99,6 @@ std::vector<int> thread_counts() {
     p = *end == ',' ? end + 1 : end;
   }
   return out;
-}
-
-bool listed(const char* var, const char* item) {
-  const char* only = std::getenv(var);
-  return !only || !*only || std::strstr((std::string(",") + only + ",").c_str(), (std::string(",") + item + ",").c_str());
 }
 
 double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }

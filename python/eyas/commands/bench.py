@@ -218,8 +218,13 @@ def _rates(c: dict) -> dict:
     }
 
 
+def _range(each: list[float]) -> str:
+    """The lowest to the highest ratio of a single repeat."""
+    return f"{min(each):.2f}-{max(each):.2f}x"
+
+
 def _spread(each: list[float] | None) -> str:
-    return f" (repeats {min(each):.2f}-{max(each):.2f}x)" if each and len(each) > 1 else ""
+    return f" (repeats {_range(each)})" if each and len(each) > 1 else ""
 
 
 def _depths(rates: list[float], most: int = 6) -> str:
@@ -239,7 +244,7 @@ def _table(result: dict) -> str:
     for w, v in result["workloads"].items():
         worst = f"{v['worst_speedup']:.2f}x ({v['worst_prompt']})"
         each = v.get("speedup_per_repeat") or [v["speedup"]]
-        spread = f"{min(each):.2f}-{max(each):.2f}x"  # the ratio of each repeat alone, lowest to highest
+        spread = _range(each)
         lines.append(f"{w[:16]:<16} {v['prompts']:>7} {v['plain_tok_s']:>11.1f} {v['speculative_tok_s']:>10.1f} "
                      f"{v['speedup']:>5.2f}x {spread:>11} {v['mean_accepted_length']:>5.2f} {v['copied']:>6.0%} "
                      f"{worst:>12}  {_depths(v['acceptance_per_pos'])}")
