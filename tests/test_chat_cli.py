@@ -62,13 +62,18 @@ def test_prompt_from_stdin_and_file_equals_the_argument(tiny, monkeypatch, capsy
     (tmp_path / "p.txt").write_text("Hello world", encoding="utf-8")
     assert main(["generate", "--prompt-file", str(tmp_path / "p.txt"), *base]) == 0
     assert json.loads(capsys.readouterr().out)["tokens"] == want
+    for option in ("-p", "--prompt"):  # the option form llama.cpp's CLI uses
+        assert main(["generate", option, "Hello world", *base]) == 0
+        assert json.loads(capsys.readouterr().out)["tokens"] == want
 
 
 def test_prompt_errors_are_messages(tiny, capsys, tmp_path):
     assert main(["generate", "--model", tiny]) == 2
     assert "no prompt" in capsys.readouterr().err
     assert main(["generate", "x", "--prompt-file", str(tmp_path / "p.txt"), "--model", tiny]) == 2
-    assert "not both" in capsys.readouterr().err
+    assert "give the prompt once" in capsys.readouterr().err
+    assert main(["generate", "x", "-p", "y", "--model", tiny]) == 2
+    assert "give the prompt once" in capsys.readouterr().err
     assert main(["generate", "--prompt-file", str(tmp_path / "missing.txt"), "--model", tiny]) == 2
     assert "cannot read --prompt-file" in capsys.readouterr().err
 

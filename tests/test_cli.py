@@ -126,3 +126,14 @@ def test_a_registered_family_reaches_the_generator(tiny, monkeypatch):
     assert made[0][0] == "my-drafter" and m.proposer is made[0][1]
     r = m.generate("Hello world", max_tokens=12, tree="3,2,5")
     assert r.tokens == plain.tokens and r.metrics["num_drafts"] >= 1
+
+
+@pytest.mark.parametrize("command", [["generate", "--max-tok", "4", "hi"], ["bench", "--prompt", "p.jsonl"]])
+def test_abbreviated_options_are_refused(tiny, capsys, command):
+    """argparse would take `--max-tok` for `--max-tokens` and `bench --prompt` for `--prompts`: a typo
+    or another tool's habit then means an option the user did not name."""
+    with pytest.raises(SystemExit) as e:
+        main([*command, "--model", tiny])
+    assert e.value.code == 2  # argparse's usage error, before anything runs
+    err = capsys.readouterr().err
+    assert "unrecognized arguments" in err or "required: --prompts" in err

@@ -11,7 +11,9 @@ import eyas.commands
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="eyas", description="Fast local LLM inference with EAGLE-3 speculative decoding.")
+    # No abbreviated options: `--prompt` must not silently mean `--prompt-file`.
+    parser = argparse.ArgumentParser(prog="eyas", description="Fast local LLM inference with EAGLE-3 speculative decoding.",
+                                     allow_abbrev=False)
     from eyas import __version__
 
     parser.add_argument("--version", action="version", version=f"eyas {__version__}")
@@ -21,6 +23,8 @@ def build_parser() -> argparse.ArgumentParser:
         register = getattr(module, "register", None)
         if register is not None:
             register(sub)
+    for command in sub.choices.values():
+        command.allow_abbrev = False
     return parser
 
 

@@ -1,5 +1,5 @@
 """`eyas generate PROMPT`: stream a completion to stdout, speeds to stderr (or one JSON object).
-PROMPT '-' reads standard input; --prompt-file reads a file."""
+PROMPT (or -p/--prompt, as llama.cpp's CLI takes it) '-' reads standard input; --prompt-file reads a file."""
 
 from __future__ import annotations
 
@@ -16,6 +16,8 @@ def register(subparsers) -> None:
                               description="Generate a continuation of PROMPT (streamed to stdout).")
     p.add_argument("prompt", metavar="PROMPT", nargs="?", default=None,
                    help="the prompt; '-' reads it from standard input")
+    p.add_argument("-p", "--prompt", dest="prompt_option", metavar="PROMPT", default=None,
+                   help="the prompt, as an option instead of the positional PROMPT")
     p.add_argument("--prompt-file", default=None, help="read the prompt from this file")
     p.add_argument("--chat", action="store_true", help="wrap the prompt in the model's chat template")
     p.add_argument("--system", default=None, help="system message (implies --chat)")
@@ -28,16 +30,17 @@ def register(subparsers) -> None:
 
 
 def read_prompt(args) -> str:
+    if sum(v is not None for v in (args.prompt, args.prompt_option, args.prompt_file)) > 1:
+        raise ValueError("[generate] give the prompt once: PROMPT, -p/--prompt or --prompt-file")
     if args.prompt_file is not None:
-        if args.prompt is not None:
-            raise ValueError("[generate] give PROMPT or --prompt-file, not both")
         try:
             return Path(args.prompt_file).read_text(encoding="utf-8")
         except OSError as e:
             raise ValueError(f"[generate] cannot read --prompt-file: {e.strerror}: {args.prompt_file}") from None
-    if args.prompt is None:
-        raise ValueError("[generate] no prompt: give PROMPT, '-' (standard input) or --prompt-file")
-    return sys.stdin.read() if args.prompt == "-" else args.prompt
+    prompt = args.prompt if args.prompt is not None else args.prompt_option
+    if prompt is None:
+        raise ValueError("[generate] no prompt: give PROMPT, -p/--prompt, '-' (standard input) or --prompt-file")
+    return sys.stdin.read() if prompt == "-" else prompt
 
 
 def run(args: argparse.Namespace) -> int:
