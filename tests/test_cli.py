@@ -137,3 +137,13 @@ def test_abbreviated_options_are_refused(tiny, capsys, command):
     assert e.value.code == 2  # argparse's usage error, before anything runs
     err = capsys.readouterr().err
     assert "unrecognized arguments" in err or "required: --prompts" in err
+
+
+def test_train_drafter_refuses_abbreviations_under_both_entry_points(capsys):
+    """`eyas train-drafter` and `eyas.train.cli.main` (the GPU scripts' entry) parse alike."""
+    from eyas.train.cli import main as train_main
+
+    for run in (lambda argv: main(["train-drafter", *argv]), train_main):
+        with pytest.raises(SystemExit) as e:
+            run(["pack", "x", "--out", "y", "--ou", "z"])  # allowed, --ou would be --out and pack would run
+        assert e.value.code == 2 and "unrecognized arguments: --ou z" in capsys.readouterr().err

@@ -8,12 +8,11 @@ import pkgutil
 import sys
 
 import eyas.commands
+from eyas.commands.parsing import no_abbreviations
 
 
 def build_parser() -> argparse.ArgumentParser:
-    # No abbreviated options: `--prompt` must not silently mean `--prompt-file`.
-    parser = argparse.ArgumentParser(prog="eyas", description="Fast local LLM inference with EAGLE-3 speculative decoding.",
-                                     allow_abbrev=False)
+    parser = argparse.ArgumentParser(prog="eyas", description="Fast local LLM inference with EAGLE-3 speculative decoding.")
     from eyas import __version__
 
     parser.add_argument("--version", action="version", version=f"eyas {__version__}")
@@ -23,8 +22,7 @@ def build_parser() -> argparse.ArgumentParser:
         register = getattr(module, "register", None)
         if register is not None:
             register(sub)
-    for command in sub.choices.values():
-        command.allow_abbrev = False
+    no_abbreviations(parser)
     return parser
 
 

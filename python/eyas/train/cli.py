@@ -476,8 +476,11 @@ def add_arguments(p: argparse.ArgumentParser):
 
 
 def main(argv=None):
+    from eyas.commands.parsing import no_abbreviations
+
     p = argparse.ArgumentParser(prog="eyas train-drafter", description=__doc__)
     add_arguments(p)
+    no_abbreviations(p)
     a = p.parse_args(argv)
     a.func(a)
 
