@@ -128,3 +128,18 @@ def test_profile_mode_reports_dispatches():
     r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert "[encoder profile]" in r.stderr
     assert "rms_norm/256" in r.stderr and " 2 " in r.stderr.split("rms_norm/256")[1].splitlines()[0]
+
+
+def test_profile_reset_drops_what_ran_before():
+    # A benchmark's warm-up (repacks, first page touches) must not weigh on the per-call means.
+    import os
+    import subprocess
+    import sys
+
+    code = ("import numpy as np; from eyas import _core; x = np.ones((2, 32), np.float32); "
+            "y = _core.ops.rms_norm(x, x[0]); _core.ops.softmax(x); _core._profile_reset(); "
+            "_core.ops.rms_norm(y, x[0])")
+    env = dict(os.environ, EYAS_PROFILE="1")
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert "rms_norm/256" in r.stderr and " 1 " in r.stderr.split("rms_norm/256")[1].splitlines()[0]
+    assert "softmax" not in r.stderr

@@ -2,12 +2,15 @@
 #include <nanobind/stl/shared_ptr.h>
 
 #include "bindings/convert.h"
+#include "core/encoder.h"
 #include "core/huge_pages.h"
 #include "core/page_out.h"
 #include "core/read_bandwidth.h"
 #include "bindings/registry.h"
 
 EYAS_BINDINGS(core) {
+  m.def("_profile_reset", &profile_reset,
+        "Forget the EYAS_PROFILE rows recorded so far (the table printed at exit starts from here).");
   nb::class_<Device>(m, "Device",
                      "A backend and its worker threads. 'cpu', or 'metal': Apple's GPU in macOS builds, elsewhere\n"
                      "the MSL emulator library given as emulator=PATH or $EYAS_METAL_EMULATOR (docs/metal.md).")

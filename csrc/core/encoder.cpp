@@ -185,6 +185,12 @@ Profile& profile() {
 
 }  // namespace
 
+void profile_reset() {
+  std::lock_guard<std::mutex> lock(profile().mutex);
+  profile().rows.clear();
+  profile().groups = 0;
+}
+
 // The order to run a group of n dispatches in; empty for the recorded order, so the common case
 // allocates nothing.
 std::vector<size_t> Encoder::group_order(size_t n) {

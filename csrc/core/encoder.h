@@ -167,4 +167,8 @@ class Encoder {
   uint64_t rng_state_;
 };
 
+// Forgets the EYAS_PROFILE rows so far (the table printed at exit then starts here): a benchmark
+// drops its warm-up, whose repacks and first page touches would weigh on every per-call mean.
+void profile_reset();
+
 }  // namespace eyas
