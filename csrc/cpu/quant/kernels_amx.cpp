@@ -179,13 +179,16 @@ void cols_amx(const Job& j, int64_t n0, int64_t n1) {
 // ---- Q4_0 / Q4_1 from the repacked weights (q4pack.h), activations as the A tile ----------------
 // C = X·Wᵀ comes out as [activation rows][16 weight columns], so the float epilogue is one 16-lane
 // step per activation row, block and 16 columns, with the weights' scales one vector per block:
-// the floor the bit-exact recipe allows (6 vector ops per step for Q4_1, 5 for Q4_0). A pass takes
-// G column groups: their B tiles are unpacked once (AND and shift of contiguous 64-byte loads) and
-// serve every 16-row group of activations; G C tiles keep the tile unit busy during the epilogue.
+// the floor the bit-exact recipe allows (6 vector ops per step for Q4_1, 4 for Q4_0 / Q5_0). A pass
+// takes G column groups: their B tiles are unpacked once (AND and shift of contiguous 64-byte loads)
+// and serve every 16-row group of activations; G C tiles keep the tile unit busy during the epilogue.
+// Q4_0 / Q5_0 unpack their quants less the zero point (8, 16) as signed bytes, so a signed product
+// gives dot_generic.h's integer I - zp * sum(x) itself: no per-step subtraction of the offset.
 
 template <WKind K, int G>
 static void q4p_pass(const Job& j, const Q4Rows& xr, int64_t n, int64_t rows, uint8_t* buf) {
   constexpr bool has_min = K == kQ4_1 || K == kQ5_1, five = K == kQ5_0 || K == kQ5_1;
+  constexpr int8_t zero_point = has_min ? 0 : five ? 16 : 8;  // taken out of Q4_0 / Q5_0 quants as they unpack
   const int64_t nb = j.k / 32;
   // B tiles [nb][8][64] of the G groups, then their scales as f32 [nb][16] (d, then m). Block b is
   // unpacked during block b-1 of the first row group (its loads overlap the tile work), then
@@ -212,6 +215,10 @@ static void q4p_pass(const Job& j, const Q4Rows& xr, int64_t n, int64_t rows, ui
         if constexpr (five) {
           lo = _mm512_or_si512(lo, q5_fifth_bits(h, r, false));
           hi = _mm512_or_si512(hi, q5_fifth_bits(h, r, true));
+        }
+        if constexpr (zero_point != 0) {
+          lo = _mm512_sub_epi8(lo, _mm512_set1_epi8(zero_point));
+          hi = _mm512_sub_epi8(hi, _mm512_set1_epi8(zero_point));
         }
         _mm512_store_si512(o + 64 * r, lo);
         _mm512_store_si512(o + 64 * (r + 4), hi);
@@ -244,18 +251,17 @@ static void q4p_pass(const Job& j, const Q4Rows& xr, int64_t n, int64_t rows, ui
         const int64_t rb = (r0 + t) * nb + b;
         const __m512 bdx = _mm512_set1_ps(xr.dx[rb]);
         for (int g = 0; g < G; ++g) {
-          __m512i iv = _mm512_load_si512(c[g][t]);
-          if constexpr (!has_min) iv = _mm512_sub_epi32(iv, _mm512_set1_epi32(xr.off[rb]));
+          const __m512i iv = _mm512_load_si512(c[g][t]);  // Q4_0 / Q5_0: the offset is out already
           __m512 a = _mm512_fmadd_ps(_mm512_cvtepi32_ps(iv), _mm512_mul_ps(dwv[g], bdx), _mm512_load_ps(acc[t][g]));
           if constexpr (has_min) a = _mm512_fmadd_ps(mwv[g], _mm512_set1_ps(xr.dsx[rb]), a);
           _mm512_store_ps(acc[t][g], a);
         }
       }
     };
-    // Tile ids are immediates: C 0..G-1, A 3, B 4..3+G. Block b's products are computed and stored
-    // while block b-1's, stored one step earlier, go through the epilogue; the tile instructions
-    // are spread between quarters of that epilogue (issued back to back they stall the vector
-    // work: ~20% slower in a microbenchmark).
+    // Tile ids are immediates: C 0..G-1, A 3, B 4..3+G (signed for Q4_0 / Q5_0: dpbssd; else dpbsud).
+    // Block b's products are computed and stored while block b-1's, stored one step earlier, go
+    // through the epilogue; the tile instructions are spread between quarters of that epilogue
+    // (issued back to back they stall the vector work: ~20% slower in a microbenchmark).
     const int8_t* xq = j.act.qs + r0 * j.k;
     for (int64_t b = 0; b < nb; ++b) {
       int32_t(*cb)[16][16] = cbuf[b & 1];
@@ -269,18 +275,18 @@ static void q4p_pass(const Job& j, const Q4Rows& xr, int64_t n, int64_t rows, ui
       _tile_loadd(3, xq + b * 32, long(j.k));
       _tile_zero(0);
       _tile_loadd(4, bt[0] + b * 512, 64);
-      _tile_dpbsud(0, 3, 4);
+      if constexpr (zero_point != 0) _tile_dpbssd(0, 3, 4); else _tile_dpbsud(0, 3, 4);
       if (prev) epilogue(b - 1, 0, 4);
       if constexpr (G > 1) {
         _tile_zero(1);
         _tile_loadd(5, bt[1] + b * 512, 64);
-        _tile_dpbsud(1, 3, 5);
+        if constexpr (zero_point != 0) _tile_dpbssd(1, 3, 5); else _tile_dpbsud(1, 3, 5);
       }
       if (prev) epilogue(b - 1, 4, 8);
       if constexpr (G > 2) {
         _tile_zero(2);
         _tile_loadd(6, bt[2] + b * 512, 64);
-        _tile_dpbsud(2, 3, 6);
+        if constexpr (zero_point != 0) _tile_dpbssd(2, 3, 6); else _tile_dpbsud(2, 3, 6);
       }
       if (prev) epilogue(b - 1, 8, 12);
       _tile_stored(0, cb[0], 64);
