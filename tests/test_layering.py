@@ -18,6 +18,7 @@ CSRC = ROOT / "csrc"
 PY_RANK = {
     "_core": 0,
     "chat": 1, "tokenizer": 1, "models": 1, "sampling": 1,  # descriptions and text
+    "arguments": 1,  # argument-parser policy: the CLI's and eyas.train's own entry point
     "loaders": 2,  # files -> descriptions, weights, tokenizer, template
     "drafters": 3,  # drafter checkpoints checked against a loaded target
     "speculative": 4,  # proposers, policy, rounds

@@ -8,7 +8,7 @@ import pkgutil
 import sys
 
 import eyas.commands
-from eyas.commands.parsing import no_abbreviations
+from eyas.arguments import no_abbreviations
 
 
 def build_parser() -> argparse.ArgumentParser:

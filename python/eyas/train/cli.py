@@ -476,7 +476,7 @@ def add_arguments(p: argparse.ArgumentParser):
 
 
 def main(argv=None):
-    from eyas.commands.parsing import no_abbreviations
+    from eyas.arguments import no_abbreviations
 
     p = argparse.ArgumentParser(prog="eyas train-drafter", description=__doc__)
     add_arguments(p)
