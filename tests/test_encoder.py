@@ -115,31 +115,33 @@ def test_read_only_output_is_rejected():
         _core.ops.rms_norm(x, w, out=out)
 
 
-def test_profile_mode_reports_dispatches():
-    # EYAS_PROFILE=1 times every dispatch and prints a table at exit (docs/performance.md).
+def profiled_stderr(code: str) -> str:
+    """stderr of `code` run in a fresh interpreter with EYAS_PROFILE=1 (the table prints at exit)."""
     import os
     import subprocess
     import sys
 
-    code = ("import numpy as np; from eyas import _core; x = np.ones((2, 32), np.float32); "
-            "enc = _core.Encoder(); y = _core.ops.rms_norm(x, x[0], encoder=enc); "
-            "_core.ops.rms_norm(y, x[0], encoder=enc); enc.commit()")
     env = dict(os.environ, EYAS_PROFILE="1")
-    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
-    assert "[encoder profile]" in r.stderr
-    assert "rms_norm/256" in r.stderr and " 2 " in r.stderr.split("rms_norm/256")[1].splitlines()[0]
+    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stderr
+
+
+def rms_norm_calls(err: str) -> str:
+    return err.split("rms_norm/256")[1].splitlines()[0]
+
+
+def test_profile_mode_reports_dispatches():
+    # EYAS_PROFILE=1 times every dispatch and prints a table at exit (docs/performance.md).
+    err = profiled_stderr("import numpy as np; from eyas import _core; x = np.ones((2, 32), np.float32); "
+                          "enc = _core.Encoder(); y = _core.ops.rms_norm(x, x[0], encoder=enc); "
+                          "_core.ops.rms_norm(y, x[0], encoder=enc); enc.commit()")
+    assert "[encoder profile]" in err
+    assert "rms_norm/256" in err and " 2 " in rms_norm_calls(err)
 
 
 def test_profile_reset_drops_what_ran_before():
     # A benchmark's warm-up (repacks, first page touches) must not weigh on the per-call means.
-    import os
-    import subprocess
-    import sys
-
-    code = ("import numpy as np; from eyas import _core; x = np.ones((2, 32), np.float32); "
-            "y = _core.ops.rms_norm(x, x[0]); _core.ops.softmax(x); _core._profile_reset(); "
-            "_core.ops.rms_norm(y, x[0])")
-    env = dict(os.environ, EYAS_PROFILE="1")
-    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
-    assert "rms_norm/256" in r.stderr and " 1 " in r.stderr.split("rms_norm/256")[1].splitlines()[0]
-    assert "softmax" not in r.stderr
+    err = profiled_stderr("import numpy as np; from eyas import _core; x = np.ones((2, 32), np.float32); "
+                          "y = _core.ops.rms_norm(x, x[0]); _core.ops.softmax(x); _core._profile_reset(); "
+                          "_core.ops.rms_norm(y, x[0])")
+    assert "rms_norm/256" in err and " 1 " in rms_norm_calls(err)
+    assert "softmax" not in err
