@@ -39,7 +39,7 @@ def test_rows_independent_of_batch_and_threads(wtype, threads):
     _core.set_num_threads(1)
     full = _core.ops.matmul(x, w, wtype, (n, k))
     assert np.all(np.isfinite(full))
-    for nt in (1, 2, 16):  # 16: many-row calls also split by 16-row groups across the threads (matmul.cpp)
+    for nt in (1, 2, 16):  # 16: more threads than column groups (n = 37: two groups and a tail)
         _core.set_num_threads(nt)
         for t in ROWS:
             y = _core.ops.matmul(x[:t], w, wtype, (n, k))
