@@ -40,6 +40,40 @@ static size_t align64(size_t n) { return (n + 63) / 64 * 64; }
 // 25-28 -> 18-19 us; split at 32 x 1536 rows, 100 against 107 us on one thread).
 constexpr int64_t kParallelQuantMinElems = 32768;
 
+// Parts the rows of a call are split into across the pool, each part's columns split among its
+// nth / parts threads. A many-row call with few 16-column groups per thread (SmolLM2-135M's 576
+// columns are 36 groups: 3 for some of 16 threads, 2 for the rest) is cut into whole 16-row groups
+// too, as many parts as make the largest share smallest (then the fewest: each part unpacks the
+// weights again). A row's bits never depend on the rows beside it. A call with an `extra` layout
+// (built for all rows at once) stays whole.
+static int row_parts(int64_t t, int64_t n, int nth, bool has_extra) {
+  if (has_extra || nth < 2 || t < 32) return 1;
+  static const bool off = std::getenv("EYAS_NO_ROW_PARTS") != nullptr;  // TEMPORARY: A/B on the device
+  if (off) return 1;
+  const int64_t groups = n / 16, row_groups = t / 16;
+  int best = 1;
+  int64_t best_share = -1;
+  for (int parts = 1; parts <= nth && parts <= row_groups; parts *= 2) {
+    if (nth % parts) break;
+    const int64_t per_part = nth / parts;
+    const int64_t share = (groups + per_part - 1) / per_part * ((row_groups + parts - 1) / parts);
+    if (best_share < 0 || share < best_share) best = parts, best_share = share;
+  }
+  return best;
+}
+
+// The job restricted to activation rows [r0, r1) (their quantized rows, scales, sums and outputs).
+static Job rows_of(const Job& j, int64_t r0, int64_t r1) {
+  Job s = j;
+  s.t = r1 - r0;
+  if (s.act.x) s.act.x += r0 * j.k;
+  if (s.act.qs) s.act.qs += r0 * j.k;
+  if (s.act.d) s.act.d += r0 * j.act.d_per_row;
+  if (s.act.s) s.act.s += r0 * j.act.s_per_row;
+  s.y += r0 * j.n;
+  return s;
+}
+
 bool matmul_wants_pack(const MatmulArgs& a) {
   const Table& tb = current_table();
   const WKind kind = kind_of(a.wtype);
@@ -114,10 +148,15 @@ void matmul(const MatmulArgs& a, const float* x, const uint8_t* w, float* y, Thr
   }
   if (tb.prepare) tb.prepare(job, kind);
   ColsFn cols = tb.cols[kind];
+  const int parts = row_parts(T, N, pool.num_threads(), job.extra != nullptr);
   pool.run([&](int tid, int nth) {
-    int64_t n0, n1;
-    ThreadPool::split(N, tid, nth, 16, &n0, &n1);
-    if (n0 < n1) cols(job, n0, n1);
+    // Share tid: rows of part tid / per_part, columns of column share tid % per_part.
+    const int per_part = nth / parts;
+    int64_t r0, r1, n0, n1;
+    ThreadPool::split(T, tid / per_part, parts, 16, &r0, &r1);
+    ThreadPool::split(N, tid % per_part, per_part, 16, &n0, &n1);
+    if (r0 >= r1 || n0 >= n1) return;
+    cols(rows_of(job, r0, r1), n0, n1);
   });
 }
 
