@@ -48,8 +48,6 @@ constexpr int64_t kParallelQuantMinElems = 32768;
 // (built for all rows at once) stays whole.
 static int row_parts(int64_t t, int64_t n, int nth, bool has_extra) {
   if (has_extra || nth < 2 || t < 32) return 1;
-  static const bool off = std::getenv("EYAS_NO_ROW_PARTS") != nullptr;  // TEMPORARY: A/B on the device
-  if (off) return 1;
   const int64_t groups = n / 16, row_groups = t / 16;
   int best = 1;
   int64_t best_share = -1;
