@@ -267,6 +267,26 @@ def test_avx2_tile_shared_prefix_equals_scalar(heads, d, half):
         _core.set_num_threads(threads)
 
 
+@pytest.mark.parametrize("half", [False, True], ids=["f32", "f16"])
+def test_causal_prefill_same_bits_at_any_thread_count(half):
+    # Threads take shares of equal keys read, not of equal tile counts (a causal chunk's late tiles read
+    # more): 16 threads over few tiles leave some shares empty. No share may change a row's bits.
+    rng = np.random.default_rng(5)
+    threads = _core.get_num_threads()
+    try:
+        for prefix_len, n in [(0, 64), (100, 37), (0, 3)]:
+            a = make_inputs(rng, n, 9, 3, 64, prefix_len, "causal")
+            k, v = (a["k"].astype(np.float16), a["v"].astype(np.float16)) if half else (a["k"], a["v"])
+            _core.set_num_threads(1)
+            want = _core.ops.attention(a["q"], k, v, prefix_len)
+            for nth in (2, 3, 16):
+                _core.set_num_threads(nth)
+                got = _core.ops.attention(a["q"], k, v, prefix_len)
+                assert np.array_equal(got, want), f"prefix {prefix_len}, {n} rows: {nth} threads vs 1"
+    finally:
+        _core.set_num_threads(threads)
+
+
 @pytest.mark.parametrize("heads", [(9, 3), (8, 2), (4, 4)], ids=lambda h: f"{h[0]}/{h[1]}")
 @pytest.mark.parametrize("d", [64, 80, 128])
 def test_f16_prefill_keys_in_lanes_equals_decode_and_scalar(heads, d):

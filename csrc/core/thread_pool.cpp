@@ -17,8 +17,19 @@ namespace eyas {
 // oversubscribed machine still makes progress), then sleep on the condition variable.
 constexpr int kSpinIterations = 4000;
 constexpr int kYieldIterations = 2000;
+// Polls of the shares' completion before the caller takes over shares nobody has claimed: long
+// enough for a spinning worker to see the job (~0.1-0.5 us; reading its claim line sooner costs it a
+// miss at its next claim), short against a descheduled one.
+constexpr int kTakeOverAfter = 64;
 
-ThreadPool::ThreadPool(int num_threads) : num_threads_(num_threads) {
+static bool more_threads_than_cpus(int n) {
+  const unsigned cpus = std::thread::hardware_concurrency();
+  return cpus != 0 && unsigned(n) > cpus;
+}
+
+ThreadPool::ThreadPool(int num_threads)
+    : num_threads_(num_threads), help_others_(more_threads_than_cpus(num_threads)), claimed_(new Flag[size_t(std::max(num_threads, 1))]),
+      done_(new Flag[size_t(std::max(num_threads, 1))]) {
   if (num_threads < 1 || num_threads > 1024)
     throw std::invalid_argument("[ThreadPool] num_threads must be in [1, 1024], got " + std::to_string(num_threads));
   for (int t = 1; t < num_threads; ++t) threads_.emplace_back(&ThreadPool::worker, this, t);
@@ -34,15 +45,14 @@ ThreadPool::~ThreadPool() {
   for (auto& th : threads_) th.join();
 }
 
-void ThreadPool::drain(uint64_t gen, const std::function<void(int, int)>& fn) {
-  const uint64_t tag = (gen & 0xffffffffu) << 32;
-  for (;;) {
-    uint64_t cur = claim_.load(std::memory_order_acquire);
-    if ((cur & ~uint64_t(0xffffffffu)) != tag || int(cur & 0xffffffffu) >= num_threads_) return;
-    if (!claim_.compare_exchange_weak(cur, cur + 1, std::memory_order_acq_rel)) continue;
-    fn(int(cur & 0xffffffffu), num_threads_);
-    pending_.fetch_sub(1, std::memory_order_acq_rel);
-  }
+bool ThreadPool::claim_and_run(int t, uint64_t gen) {
+  uint64_t c = claimed_[t].gen.load(std::memory_order_relaxed);
+  if (c >= gen || !claimed_[t].gen.compare_exchange_strong(c, gen, std::memory_order_acq_rel)) return false;
+  // Share t of `gen` was unclaimed, so that job is still in flight and job_ is still its job.
+  const std::function<void(int, int)>* job = job_.load(std::memory_order_acquire);
+  (*job)(t, num_threads_);
+  done_[t].gen.store(gen, std::memory_order_release);
+  return true;
 }
 
 void ThreadPool::run(const std::function<void(int, int)>& fn) {
@@ -52,18 +62,23 @@ void ThreadPool::run(const std::function<void(int, int)>& fn) {
   }
   std::lock_guard<std::recursive_mutex> turn(run_mutex_);
   job_.store(&fn, std::memory_order_relaxed);
-  pending_.store(num_threads_, std::memory_order_relaxed);
   uint64_t gen;
   {
     // Publishing under the lock pairs with the sleepers' predicate check.
     std::lock_guard<std::mutex> lock(mutex_);
     gen = generation_.load(std::memory_order_relaxed) + 1;
-    claim_.store((gen & 0xffffffffu) << 32, std::memory_order_release);
     generation_.store(gen, std::memory_order_release);
   }
-  if (sleepers_.load() > 0) wake_.notify_all();
-  drain(gen, fn);
-  for (int spin = 0; pending_.load(std::memory_order_acquire) != 0; ++spin) {
+  if (sleepers_.load(std::memory_order_relaxed) > 0) wake_.notify_all();
+  fn(0, num_threads_);  // share 0 is the caller's: no one else takes it
+  for (int spin = 0;; ++spin) {
+    bool all = true;
+    for (int t = 1; t < num_threads_; ++t)  // independent loads: the misses overlap
+      all &= done_[t].gen.load(std::memory_order_acquire) == gen;
+    if (all) break;
+    if (spin >= kTakeOverAfter)
+      for (int t = 1; t < num_threads_; ++t)
+        if (done_[t].gen.load(std::memory_order_acquire) != gen) claim_and_run(t, gen);
     if (spin < kSpinIterations)
       cpu_relax();
     else
@@ -92,10 +107,10 @@ void ThreadPool::worker(int tid) {
     }
     seen = gen;
     if (stop_.load()) return;
-    // job_ may already belong to a later job (or be null); drain() runs only shares tagged with
-    // `gen`, and while one of those is unclaimed the caller is still inside run() for that job.
-    const std::function<void(int, int)>* job = job_.load(std::memory_order_acquire);
-    if (job) drain(gen, *job);
+    claim_and_run(tid, gen);
+    if (help_others_)  // more threads than CPUs: some owners wait for a CPU, so take their shares
+      for (int t = 1; t < num_threads_; ++t)
+        if (done_[t].gen.load(std::memory_order_acquire) != gen) claim_and_run(t, gen);
   }
 }
 

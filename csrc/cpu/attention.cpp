@@ -427,6 +427,34 @@ TileUnits tile_units(const AttentionArgs& a, int nth, int64_t spread) {
   return {per_tile, tiles, parts, base * parts};
 }
 
+// Keys x heads that unit u of a call reads: a causal query sees the prefix and the new rows up to its own, so
+// a prefill chunk's last tiles read up to twice an average tile's keys (masked rows are priced as causal).
+int64_t unit_cost(const AttentionArgs& a, const TileUnits& tu, int64_t u) {
+  const int group = a.n_heads / a.n_kv_heads;
+  const int tile = int(u / tu.parts % tu.tiles), part = int(u % tu.parts);
+  const int i0 = tile * tu.per_tile, i1 = std::min(a.n_q, i0 + tu.per_tile);
+  const int heads = (part + 1) * group / tu.parts - part * group / tu.parts;
+  return (int64_t(a.prefix_len) + std::min(i1, a.n_new)) * (i1 - i0) * heads;
+}
+
+// First unit of each of nth threads' shares and the end: shares of about equal cost (each unit goes to the
+// share its cost midpoint falls in), where an even split by count left the threads with a causal chunk's
+// early tiles idle (135M pp512 on 16 threads). cost(u) > 0. Which thread runs a unit never changes its bits.
+template <typename Cost>
+std::vector<int64_t> balanced_bounds(int64_t count, int nth, const Cost& cost) {
+  std::vector<int64_t> mid2(static_cast<size_t>(count));  // twice each unit's cost midpoint
+  int64_t total = 0;
+  for (int64_t u = 0; u < count; ++u) {
+    const int64_t c = cost(u);
+    mid2[size_t(u)] = 2 * total + c;
+    total += c;
+  }
+  std::vector<int64_t> bounds(size_t(nth) + 1, count);
+  for (int t = 0; t < nth; ++t)
+    bounds[size_t(t)] = std::lower_bound(mid2.begin(), mid2.end(), 2 * total * t / nth) - mid2.begin();
+  return bounds;
+}
+
 // Unit u (< tile_units(...).count) of one call.
 // kt: every kv head's transposed K blocks ([kv head][block][D][16], kt_head floats a head), or null.
 template <typename KV>
@@ -457,13 +485,14 @@ static void attention_kv(const AttentionArgs& a, const float* q, const KV* k, co
   const bool simd512 = use_avx512();
   if (simd512 || use_avx2()) {
     const TileUnits tu = tile_units(a, pool.num_threads(), 0);
-    auto body = [&](int tid, int nth) {
-      int64_t u0, u1;
-      ThreadPool::split(tu.count, tid, nth, 1, &u0, &u1);
+    const int nth = attention_macs(a) < kMinMacsForThreads ? 1 : pool.num_threads();
+    const std::vector<int64_t> bounds = balanced_bounds(tu.count, nth, [&](int64_t u) { return unit_cost(a, tu, u); });
+    auto body = [&](int tid, int) {
       thread_local TileScratch scratch;
-      for (int64_t u = u0; u < u1; ++u) run_unit(a, q, k, v, mask, o, tu, u, simd512, scratch, kt, kt_head);
+      for (int64_t u = bounds[tid]; u < bounds[tid + 1]; ++u)
+        run_unit(a, q, k, v, mask, o, tu, u, simd512, scratch, kt, kt_head);
     };
-    if (attention_macs(a) < kMinMacsForThreads) body(0, 1); else pool.run(body);
+    if (nth == 1) body(0, 1); else pool.run(body);
     return;
   }
 #endif
@@ -577,12 +606,15 @@ void attention_many(const std::vector<AttentionCall>& calls, ThreadPool& pool) {
       tus.push_back(tile_units(c->a, nth, all_base - tile_units(c->a, 1, 0).count));
       first.push_back(first.back() + tus.back().count);
     }
-    auto body = [&](int tid, int nth) {
-      int64_t u0, u1;
-      ThreadPool::split(first.back(), tid, nth, 1, &u0, &u1);
+    auto call_of = [&](int64_t u) { return size_t(std::upper_bound(first.begin(), first.end(), u) - first.begin() - 1); };
+    const std::vector<int64_t> bounds = balanced_bounds(first.back(), nth, [&](int64_t u) {
+      const size_t i = call_of(u);
+      return unit_cost(tiled[i]->a, tus[i], u - first[i]);
+    });
+    auto body = [&](int tid, int) {
       thread_local TileScratch scratch;
-      for (int64_t u = u0; u < u1; ++u) {
-        const size_t i = size_t(std::upper_bound(first.begin(), first.end(), u) - first.begin() - 1);
+      for (int64_t u = bounds[tid]; u < bounds[tid + 1]; ++u) {
+        const size_t i = call_of(u);
         const AttentionCall& c = *tiled[i];
         if (c.kv_f16)
           run_unit(c.a, c.q, static_cast<const uint16_t*>(c.k), static_cast<const uint16_t*>(c.v), c.mask, c.o, tus[i],

@@ -13,8 +13,8 @@
 #                         on this CPU's instruction sets: AMX here, which CI's machines lack)
 #   profile:SHAPE:TYPE:T  decode steps (T a run, two runs) at each of $PROFILE_THREADS, without and with
 #                         EYAS_PROFILE=1, and pp512 with it (the profiles leave out each process's first
-#                         forward: _core._profile_reset); then the thread pool's cost of one empty job
-#                         at 1..all threads
+#                         forward: _core._profile_reset); then the `pool` step
+#   pool                  bench_thread_pool: the thread pool's cost of one job at 1..all threads
 # Needs .scaling_carry/ from scripts/device/pack_scaling_carry.sh. Through the device tool:
 #   run(carry=[".scaling_carry"], command="set -o pipefail; PYTHONUNBUFFERED=1 scripts/device/thread_scaling.sh
 #       setup bandwidth compare:smollm2-135m:Q4_1:64 compare:smollm2-1.7b:Q4_0:32 2>&1 | tee $OUT/log")
@@ -58,7 +58,7 @@ setup() {
      -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF > "$W/llama-cmake.log" 2>&1 &&
    cmake --build "$W/llama.cpp/build" --target llama-bench -j"$(nproc)" > "$W/llama-build.log" 2>&1) &
   local ll=$!
-  (cd "$W/src" && EYAS_TARGETS="_core bench_bandwidth bench_matmul" bash scripts/dev-build scaling) || return 1
+  (cd "$W/src" && EYAS_TARGETS="_core bench_bandwidth bench_matmul bench_thread_pool" bash scripts/dev-build scaling) || return 1
   say "eyas built"
   wait $ll || { tail -30 "$W/llama-cmake.log" "$W/llama-build.log"; return 1; }
   say "llama-bench built"; grep -iE 'AMX|AVX512|native|OpenMP' "$W/llama-cmake.log" | head
@@ -69,6 +69,8 @@ setup() {
 }
 
 bandwidth() { "$W/src/build/scaling/bench/bench_bandwidth"; }
+
+pool() { say "thread pool: cost of one job"; timeout -k 5 "$(left)" "$W/src/build/scaling/bench/bench_thread_pool"; }
 
 matmul() {  # TYPES SHAPES ROWS
   for t in $THREADS; do
@@ -141,27 +143,7 @@ EOF
     say "the same, EYAS_PROFILE=1"; EYAS_PROFILE=1 timeout -k 5 "$(left)" python3 "$W/steps.py" "$f" "$t" "$3" tg
     say "pp512, EYAS_PROFILE=1"; EYAS_PROFILE=1 timeout -k 5 "$(left)" python3 "$W/steps.py" "$f" "$t" "$3" pp
   done
-  cat > "$W/pool_probe.cpp" <<'EOF'
-// Wall time of ThreadPool::run with an empty job (wake every worker, wait for every share).
-#include <chrono>
-#include <cstdio>
-#include <thread>
-#include "core/thread_pool.h"
-int main() {
-  for (int n = 1; n <= int(std::thread::hardware_concurrency()); ++n) {
-    eyas::ThreadPool pool(n);
-    for (int i = 0; i < 2000; ++i) pool.run([](int, int) {});
-    const int reps = 20000;
-    const auto t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < reps; ++i) pool.run([](int, int) {});
-    const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
-    std::printf("threads %2d: %.2f us per empty job\n", n, us / reps);
-  }
-}
-EOF
-  [ -x "$W/pool_probe" ] && return  # once per machine
-  g++ -O2 -std=c++17 -I"$W/src/csrc" "$W/pool_probe.cpp" "$W/src/csrc/core/thread_pool.cpp" -lpthread \
-    -o "$W/pool_probe" && say "thread pool probe" && timeout -k 5 "$(left)" "$W/pool_probe"
+  pool
 }
 
 for step in "$@"; do
@@ -169,6 +151,7 @@ for step in "$@"; do
   case $name in
     setup) setup || { say "setup failed"; exit 1; } ;;
     bandwidth) say bandwidth; bandwidth ;;
+    pool) pool ;;
     matmul) say "bench_matmul $a $b T=$c"; matmul "$a" "$b" "$c" ;;
     pytest) say "pytest $a"; run_pytest "$a" || say "pytest: FAILED" ;;
     compare) compare "$a" "$b" "$c" ;;
