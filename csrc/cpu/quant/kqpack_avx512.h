@@ -6,7 +6,11 @@
 // kblock_term's per block, added in block order.
 // (No include guard: included once per ISA namespace.)
 
-// Requests the pack block after the one at p (Bytes long) into L2 while this one computes. One
+// Requests the pack block 4 blocks after the one at p (Bytes long) into L2 while this one computes (the
+// blocks between were requested by the 3 blocks before). On the 16-core device hosts 1 block ahead left
+// DRAM idle at 16 threads: cold 8192x2048 / 2048x8192 Q4_K at T = 1, two alternating rounds, 75-105 /
+// 87-110 -> 69-71 / 73-79 us, and SmolLM2-1.7B Q4_K_M decode 65.5 -> 89.7 tok/s in one round (2 ahead:
+// between); on the 2-vCPU AMX VM even to 4 % faster (docs/performance.md §8.6). One
 // stream per core with this prefetch streams faster than several (the Q4 pack path's kQ4Streams):
 // 8192x2048 cold at T = 1, 1 thread, Zen 5: Q4_K 25-30 GB/s against 15-26, Q6_K 28-30 against 17.
 // Into L1, the 44-53 requests of a Q5_K or Q6_K block stalled the stream on Zen 4 (cold, 1 / 2 threads:
@@ -20,7 +24,7 @@ static inline void kq_prefetch_block(const uint8_t* p) {  // the block at p, int
 }
 template <int Bytes>
 static inline void kq_prefetch_next(const uint8_t* p) {
-  kq_prefetch_block<Bytes>(p + Bytes);
+  kq_prefetch_block<Bytes>(p + 4 * Bytes);
 }
 
 // Block b's float term of dot_generic.h for one row, given the row's sub-block dots with their
