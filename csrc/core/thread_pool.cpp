@@ -28,7 +28,9 @@ static bool more_threads_than_cpus(int n) {
 }
 
 ThreadPool::ThreadPool(int num_threads)
-    : num_threads_(num_threads), help_others_(more_threads_than_cpus(num_threads)), claimed_(new Flag[size_t(std::max(num_threads, 1))]),
+    : num_threads_(num_threads),
+      help_others_(more_threads_than_cpus(num_threads)),
+      claimed_(new Flag[size_t(std::max(num_threads, 1))]),
       done_(new Flag[size_t(std::max(num_threads, 1))]) {
   if (num_threads < 1 || num_threads > 1024)
     throw std::invalid_argument("[ThreadPool] num_threads must be in [1, 1024], got " + std::to_string(num_threads));
@@ -45,14 +47,18 @@ ThreadPool::~ThreadPool() {
   for (auto& th : threads_) th.join();
 }
 
-bool ThreadPool::claim_and_run(int t, uint64_t gen) {
+void ThreadPool::claim_and_run(int t, uint64_t gen) {
   uint64_t c = claimed_[t].gen.load(std::memory_order_relaxed);
-  if (c >= gen || !claimed_[t].gen.compare_exchange_strong(c, gen, std::memory_order_acq_rel)) return false;
+  if (c >= gen || !claimed_[t].gen.compare_exchange_strong(c, gen, std::memory_order_acq_rel)) return;
   // Share t of `gen` was unclaimed, so that job is still in flight and job_ is still its job.
   const std::function<void(int, int)>* job = job_.load(std::memory_order_acquire);
   (*job)(t, num_threads_);
   done_[t].gen.store(gen, std::memory_order_release);
-  return true;
+}
+
+void ThreadPool::take_over_unclaimed(uint64_t gen) {
+  for (int t = 1; t < num_threads_; ++t)
+    if (done_[t].gen.load(std::memory_order_acquire) != gen) claim_and_run(t, gen);
 }
 
 void ThreadPool::run(const std::function<void(int, int)>& fn) {
@@ -76,9 +82,7 @@ void ThreadPool::run(const std::function<void(int, int)>& fn) {
     for (int t = 1; t < num_threads_; ++t)  // independent loads: the misses overlap
       all &= done_[t].gen.load(std::memory_order_acquire) == gen;
     if (all) break;
-    if (spin >= kTakeOverAfter)
-      for (int t = 1; t < num_threads_; ++t)
-        if (done_[t].gen.load(std::memory_order_acquire) != gen) claim_and_run(t, gen);
+    if (spin >= kTakeOverAfter) take_over_unclaimed(gen);
     if (spin < kSpinIterations)
       cpu_relax();
     else
@@ -108,9 +112,7 @@ void ThreadPool::worker(int tid) {
     seen = gen;
     if (stop_.load()) return;
     claim_and_run(tid, gen);
-    if (help_others_)  // more threads than CPUs: some owners wait for a CPU, so take their shares
-      for (int t = 1; t < num_threads_; ++t)
-        if (done_[t].gen.load(std::memory_order_acquire) != gen) claim_and_run(t, gen);
+    if (help_others_) take_over_unclaimed(gen);  // more threads than CPUs: some owners wait for a CPU
   }
 }
 

@@ -1,8 +1,7 @@
 // Fixed set of worker threads that run one job at a time as nth shares (tid, nth). Share t belongs to
 // thread t, which claims it in a slot of its own; the caller (tid 0), and with more threads than CPUs
 // every worker, takes over any share still unclaimed, so a worker the OS has descheduled never stalls
-// a job. A share's work
-// depends only on (tid, nth), so bits don't change with who runs it.
+// a job. A share's work depends only on (tid, nth), so bits don't change with who runs it.
 // Each slot and the job's publication sit on cache lines of their own: a job costs one line read by
 // every worker and one line written by each, not 2 x nth writes queued on one shared line (16 threads
 // of a 16-core host: 2.9 us per empty job before, docs/performance.md §8.6).
@@ -42,8 +41,10 @@ class ThreadPool {
     std::atomic<uint64_t> gen{0};
   };
   void worker(int tid);
-  // Claims share t of job `gen` and runs it; false if someone claimed it first.
-  bool claim_and_run(int t, uint64_t gen);
+  // Claims share t of job `gen` and runs it, unless someone claimed it first.
+  void claim_and_run(int t, uint64_t gen);
+  // claim_and_run for every share of job `gen` not yet done (share 0 is the caller's own).
+  void take_over_unclaimed(uint64_t gen);
   int num_threads_;
   // Workers also take over shares nobody has claimed, as the caller does: only with more threads than
   // CPUs, since reading the others' flags costs their owners a cache-line transfer at the next claim.

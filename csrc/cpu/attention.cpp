@@ -485,14 +485,14 @@ static void attention_kv(const AttentionArgs& a, const float* q, const KV* k, co
   const bool simd512 = use_avx512();
   if (simd512 || use_avx2()) {
     const TileUnits tu = tile_units(a, pool.num_threads(), 0);
-    const int nth = attention_macs(a) < kMinMacsForThreads ? 1 : pool.num_threads();
-    const std::vector<int64_t> bounds = balanced_bounds(tu.count, nth, [&](int64_t u) { return unit_cost(a, tu, u); });
-    auto body = [&](int tid, int) {
+    auto units = [&](int64_t u0, int64_t u1) {
       thread_local TileScratch scratch;
-      for (int64_t u = bounds[tid]; u < bounds[tid + 1]; ++u)
-        run_unit(a, q, k, v, mask, o, tu, u, simd512, scratch, kt, kt_head);
+      for (int64_t u = u0; u < u1; ++u) run_unit(a, q, k, v, mask, o, tu, u, simd512, scratch, kt, kt_head);
     };
-    if (nth == 1) body(0, 1); else pool.run(body);
+    if (attention_macs(a) < kMinMacsForThreads) return units(0, tu.count);  // a decode: no shares to price
+    const std::vector<int64_t> bounds =
+        balanced_bounds(tu.count, pool.num_threads(), [&](int64_t u) { return unit_cost(a, tu, u); });
+    pool.run([&](int tid, int) { units(bounds[tid], bounds[tid + 1]); });
     return;
   }
 #endif
@@ -607,13 +607,9 @@ void attention_many(const std::vector<AttentionCall>& calls, ThreadPool& pool) {
       first.push_back(first.back() + tus.back().count);
     }
     auto call_of = [&](int64_t u) { return size_t(std::upper_bound(first.begin(), first.end(), u) - first.begin() - 1); };
-    const std::vector<int64_t> bounds = balanced_bounds(first.back(), nth, [&](int64_t u) {
-      const size_t i = call_of(u);
-      return unit_cost(tiled[i]->a, tus[i], u - first[i]);
-    });
-    auto body = [&](int tid, int) {
+    auto units = [&](int64_t u0, int64_t u1) {
       thread_local TileScratch scratch;
-      for (int64_t u = bounds[tid]; u < bounds[tid + 1]; ++u) {
+      for (int64_t u = u0; u < u1; ++u) {
         const size_t i = call_of(u);
         const AttentionCall& c = *tiled[i];
         if (c.kv_f16)
@@ -624,7 +620,12 @@ void attention_many(const std::vector<AttentionCall>& calls, ThreadPool& pool) {
                    u - first[i], simd512, scratch);
       }
     };
-    if (nth == 1) body(0, 1); else pool.run(body);
+    if (nth == 1) return units(0, first.back());
+    const std::vector<int64_t> bounds = balanced_bounds(first.back(), nth, [&](int64_t u) {
+      const size_t i = call_of(u);
+      return unit_cost(tiled[i]->a, tus[i], u - first[i]);
+    });
+    pool.run([&](int tid, int) { units(bounds[tid], bounds[tid + 1]); });
     return;
   }
 #endif
