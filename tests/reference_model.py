@@ -116,6 +116,14 @@ class ReferenceTransformer:
         self.v[:, n : n + len(nodes)] = self.v[:, n + nodes]
         self.length += len(nodes)
 
+    def prefill(self, tokens, *, logits="last", capture_aux=False) -> dict:
+        out = self.forward(tokens, logits=logits, capture_aux=capture_aux)
+        self.commit(np.arange(len(np.asarray(tokens).reshape(-1))))
+        return out
+
+    def decode(self, token, *, logits="last", capture_aux=False) -> dict:
+        return self.prefill(np.array([token]), logits=logits, capture_aux=capture_aux)
+
     def forward(self, tokens, *, mask=None, depths=None, logits="last", capture_aux=False) -> dict:
         s, w = self.spec, self.w
         tokens = np.asarray(tokens, dtype=np.int64).reshape(-1)

@@ -1,5 +1,6 @@
 """Truncating a hybrid (Gated DeltaNet) target: the recurrent state keeps no per-token history, only the
-current length, 0 and a checkpoint at the end of the last prefill (a causal forward of several rows).
+current length, 0 and, with `prefill_checkpoints` on (the serving engine's slots), a checkpoint at the end
+of the last prefill (a causal forward of several rows).
 `truncatable` names the longest allowed length, truncating there continues with plain decoding's bits,
 anything else is a clear error; prompt caching (the serving engine's chat turns, logprobs) goes through
 `generation.reusable` and keeps the bits, plain and speculative (MTP drafter)."""
@@ -42,6 +43,8 @@ def _logits_after(t, ids):
 def test_truncatable_lengths_and_the_bits_after_truncating(folder):
     m = load_model(folder)
     t = _core.Transformer(m.spec, m.weights, max_context=64)
+    assert not t.prefill_checkpoints
+    t.prefill_checkpoints = True
     ids = np.random.default_rng(0).integers(0, tiny_qwen35.VOCAB, 14).astype(i32)
     t.prefill(ids[:8], logits="none")
     for tok in ids[8:12]:
@@ -59,6 +62,23 @@ def test_truncatable_lengths_and_the_bits_after_truncating(folder):
     assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
     t.truncate(0)
     assert t.truncatable(5) == 0 and t.length == 0  # a reset forgets the checkpoint
+
+
+def test_without_prefill_checkpoints_only_the_length_and_0_are_kept(folder):
+    m = load_model(folder)
+    t = _core.Transformer(m.spec, m.weights, max_context=64)
+    t.prefill(np.arange(8, dtype=i32), logits="none")
+    t.decode(3, logits="none")
+    assert [t.truncatable(n) for n in (9, 8, 5)] == [9, 0, 0]
+    with pytest.raises(ValueError, match=r"truncate to 0 or to the length 9, not 8"):
+        t.truncate(8)
+    t.prefill_checkpoints = True  # from the next prefill on
+    assert t.truncatable(8) == 0
+    t.prefill(np.arange(4, dtype=i32), logits="none")
+    t.decode(3, logits="none")
+    assert [t.truncatable(n) for n in (14, 13, 12)] == [14, 13, 0]
+    t.prefill_checkpoints = False  # the checkpoint goes with it
+    assert t.truncatable(13) == 0
 
 
 def test_attention_only_models_truncate_anywhere():
@@ -93,6 +113,7 @@ def test_chat_turns_reuse_the_prefill_checkpoint_and_keep_the_bits(folder, famil
 def test_reusable_is_what_the_target_can_keep(folder):
     model = api.load(folder, drafter_family="none", max_context=64)
     t = model.transformer
+    t.prefill_checkpoints = True
     ids = model.encode_prompt("Once upon a time")
     steps = generation.stream(t, ids, SamplingParams())
     gen = [next(steps) for _ in range(4)]

@@ -101,15 +101,11 @@ nb::dict run_forward(Transformer& m, nb::handle tokens, std::optional<nb::handle
                      std::optional<nb::handle> parents, const std::string& logits, bool capture_aux, bool commit_all) {
   ParsedInput p;
   parse_input("forward", p, tokens, mask, depths, parents, logits, capture_aux);
+  p.in.commit_all = commit_all;
   model::ForwardResult r;
   {
     nb::gil_scoped_release release;
     r = m.forward(p.in);
-    if (commit_all) {
-      std::vector<int32_t> all(size_t(p.in.T));
-      for (int i = 0; i < p.in.T; ++i) all[i] = i;
-      m.commit(all);
-    }
   }
   return result_dict(r, p.in);
 }
@@ -127,7 +123,7 @@ nb::list run_forward_batch(Transformer& m, nb::list items) {
       std::string key;
       nb::try_cast<std::string>(k, key);
       if (key != "target" && key != "tokens" && key != "mask" && key != "depths" && key != "parents" && key != "logits" &&
-          key != "capture_aux")
+          key != "capture_aux" && key != "commit_all")
         fail(op, "unknown item key '" + key + "'");
     }
     Transformer* t = nullptr;
@@ -139,8 +135,11 @@ nb::list run_forward_batch(Transformer& m, nb::list items) {
     if (d.contains("logits") && !nb::try_cast<std::string>(d["logits"], logits)) fail(op, "logits must be a str");
     bool aux = false;
     if (d.contains("capture_aux") && !nb::try_cast<bool>(d["capture_aux"], aux)) fail(op, "capture_aux must be a bool");
+    bool commit_all = false;
+    if (d.contains("commit_all") && !nb::try_cast<bool>(d["commit_all"], commit_all)) fail(op, "commit_all must be a bool");
     parsed.push_back(std::make_unique<ParsedInput>());
     parse_input(op, *parsed.back(), d["tokens"], opt("mask"), opt("depths"), opt("parents"), logits, aux);
+    parsed.back()->in.commit_all = commit_all;
     seqs.push_back(t);
   }
   std::vector<model::ForwardInput> ins;
@@ -189,21 +188,23 @@ EYAS_BINDINGS(model_transformer) {
       .def("forward_batch", &run_forward_batch, "items"_a,
            "One forward over several sequences' rows with this model's weights (continuous batching).\n"
            "items: one dict per sequence: target (a Transformer built from the same weights), tokens, and\n"
-           "optionally mask, depths, parents, logits, capture_aux as forward() takes them. Returns one result\n"
-           "dict per item, bit-identical to that target's own forward(); each target commits on its own.")
+           "optionally mask, depths, parents, logits, capture_aux, commit_all as forward() takes them. Returns one\n"
+           "result dict per item, bit-identical to that target's own forward(); each target commits on its own\n"
+           "unless its item sets commit_all.")
       .def(
           "forward",
           [](Transformer& m, nb::handle tokens, std::optional<nb::handle> mask, std::optional<nb::handle> depths,
-             const std::string& logits, bool capture_aux, std::optional<nb::handle> parents) {
-            return run_forward(m, tokens, mask, depths, parents, logits, capture_aux, false);
+             const std::string& logits, bool capture_aux, std::optional<nb::handle> parents, bool commit_all) {
+            return run_forward(m, tokens, mask, depths, parents, logits, capture_aux, commit_all);
           },
           "tokens"_a, nb::kw_only(), "mask"_a = nb::none(), "depths"_a = nb::none(), "logits"_a = "last",
-          "capture_aux"_a = false, "parents"_a = nb::none(),
+          "capture_aux"_a = false, "parents"_a = nb::none(), "commit_all"_a = false,
           "Run T tokens after the committed prefix (causal, or a tree under mask at positions length+depths).\n"
           "parents (int[T], -1 = a root) gives the tree instead of mask; a mask must be a tree's ancestor mask.\n"
           "Writes their K/V at slots [length, length+T) without committing. Returns {'logits', 'aux'}.\n"
           "logits='argmax' returns {'argmax': int} instead of logits: the last row's greedy token (first\n"
-          "index of the maximum, NaN ignored), without copying the logits out.")
+          "index of the maximum, NaN ignored), without copying the logits out.\n"
+          "commit_all=True (causal only) commits every row as the forward ends, as prefill() does.")
       .def(
           "commit",
           [](Transformer& m, nb::handle nodes) {
@@ -217,20 +218,27 @@ EYAS_BINDINGS(model_transformer) {
           [](Transformer& m, nb::handle tokens, const std::string& logits, bool capture_aux) {
             return run_forward(m, tokens, std::nullopt, std::nullopt, std::nullopt, logits, capture_aux, true);
           },
-          "tokens"_a, nb::kw_only(), "logits"_a = "last", "capture_aux"_a = false, "forward(tokens) + commit(arange(T)).")
+          "tokens"_a, nb::kw_only(), "logits"_a = "last", "capture_aux"_a = false,
+          "forward(tokens) + commit(arange(T)) in one call; a recurrent layer updates its state in place (no\n"
+          "working copy). Should that fail part way, the sequence is reset to length 0.")
       .def(
           "decode",
           [](Transformer& m, int64_t token, const std::string& logits, bool capture_aux) {
             std::vector<int64_t> t{token};
             return run_forward(m, nb::cast(t), std::nullopt, std::nullopt, std::nullopt, logits, capture_aux, true);
           },
-          "token"_a, nb::kw_only(), "logits"_a = "last", "capture_aux"_a = false, "forward([token]) + commit([0]).")
+          "token"_a, nb::kw_only(), "logits"_a = "last", "capture_aux"_a = false,
+          "forward([token]) + commit([0]) in one call, as prefill.")
       .def("truncate", &Transformer::truncate, "length"_a,
            "Drop committed tokens beyond `length` (with recurrent layers: a length `truncatable` gives).")
       .def("truncatable", &Transformer::truncatable, "length"_a,
            "The longest length <= `length` that truncate accepts: `length` itself unless a recurrent (gdn)\n"
-           "layer keeps no history there (it keeps the current length, the end of the last prefill and 0).")
+           "layer keeps no history there (it keeps the current length, 0, and with prefill_checkpoints on the\n"
+           "end of the last prefill).")
       .def("reset", &Transformer::reset, "Forget every token.")
+      .def_prop_rw("prefill_checkpoints", &Transformer::prefill_checkpoints, &Transformer::set_prefill_checkpoints,
+                   "Recurrent (gdn) layers keep a copy of their state at the end of each prefill, so truncate can\n"
+                   "return there (prompt caching, chat turns). Off by default: the copy is not held.")
       .def_prop_ro("length", &Transformer::length, "Committed tokens.")
       .def_prop_ro("capacity", &Transformer::capacity, "Maximum tokens (max_context).")
       .def_prop_ro("pending", &Transformer::pending, "Rows the last forward wrote that commit() may keep.")
@@ -238,6 +246,9 @@ EYAS_BINDINGS(model_transformer) {
                    "KV cache precision: 'f32' or 'f16'.")
       .def_prop_ro("state_bytes", &Transformer::state_bytes,
                    "Bytes a snapshot of every layer's state holds at the committed length (K/V rows for attention).")
+      .def_prop_ro("held_state_bytes", &Transformer::held_state_bytes,
+                   "Bytes every layer's state has allocated now: the K/V cache for max_context, and for recurrent\n"
+                   "layers the committed state plus any working copy, prefill checkpoint and kept tree rows.")
       .def_prop_ro("weight_bytes", &Transformer::weight_bytes,
                    "Bytes of the weights a decode step reads whole (all but the untied token embedding).")
       .def_prop_ro("layer_kinds", &Transformer::layer_kinds, "Kind of every layer in order: mixer, FFN per block.")

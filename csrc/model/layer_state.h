@@ -19,6 +19,9 @@ struct ForwardPlan {
   int length = 0;
   int T = 0;
   bool causal = true;
+  // Causal only: every row is committed as the forward ends (plain prefill and decode), so a recurrent
+  // kind may update its committed state in place instead of into a working copy.
+  bool commit_all = false;
   std::vector<int32_t> positions;  // [T]: length + depth (rope positions)
   std::vector<int32_t> parents;    // [T]: < i, or -1
 };
@@ -37,6 +40,9 @@ class LayerState {
   virtual ~LayerState() = default;
   // Before the forward's layers run; may refuse a plan the state cannot hold.
   virtual void prepare(const ForwardPlan& plan) = 0;
+  // Whether the prepared forward writes the committed state itself (ForwardPlan::commit_all): if it
+  // fails part way, that state is lost and the Transformer resets the sequence.
+  virtual bool updates_committed() const { return false; }
   // Keeps the accepted path; any data movement is recorded on enc.
   virtual void commit(Encoder& enc, const CommitPlan& plan) = 0;
   // Forgets committed rows [n, length); a kind that keeps no history may refuse lengths other than
@@ -44,9 +50,14 @@ class LayerState {
   virtual void truncate(int length, int n) = 0;
   // The longest length <= n that truncate(length, .) accepts: n for a kind that can drop any suffix.
   virtual int truncatable(int length, int n) const { return n; }
+  // Whether a kind that keeps no per-token history keeps a copy of its state at the end of each prefill
+  // so truncate can return there (prompt caching); off, it holds no such copy.
+  virtual void keep_prefill_checkpoints(bool) {}
   virtual void reset() = 0;
   // Bytes a snapshot of this state holds after `length` committed rows.
   virtual size_t bytes(int length) const = 0;
+  // Bytes this state has allocated now (buffers for the whole capacity, working copies, checkpoints).
+  virtual size_t held_bytes() const = 0;
   // Whether its layer can run this sequence's rows beside other sequences' in one forward
   // (Layer::encode_segments); a kind that cannot is refused up front by Transformer::forward_batch.
   virtual bool batchable() const { return false; }

@@ -89,8 +89,9 @@ void Transformer::plan_forward(const ForwardInput& in) {
       fail(op, "token id " + std::to_string(in.tokens[i]) + " at index " + std::to_string(i) + " is outside [0, " +
                    std::to_string(spec_.vocab_size) + ")");
   if (in.mask && in.parents) fail(op, "give a tree as mask or as parents, not both");
+  if (in.commit_all && (in.mask || in.parents)) fail(op, "commit_all needs a causal forward (no mask or parents)");
   ForwardPlan& p = plan_;
-  p.length = n, p.T = T, p.causal = !in.mask && !in.parents;
+  p.length = n, p.T = T, p.causal = !in.mask && !in.parents, p.commit_all = in.commit_all;
   p.positions.resize(size_t(T)), p.parents.resize(size_t(T));
   mask_ = nullptr;
   if (p.causal) {
@@ -143,8 +144,7 @@ ForwardResult Transformer::forward(const ForwardInput& in) {
   std::lock_guard<std::mutex> lock(mutex_);
   plan_forward(in);
   const ModelSpec& s = spec_;
-  const int T = in.T, n = length_, H = s.hidden_size;
-  const bool tree = mask_ != nullptr;
+  const int T = in.T, H = s.hidden_size;
   ForwardResult r;
   if (in.logits == LogitsMode::All) r.logits = Tensor::empty(DType::F32, {T, s.vocab_size});
   if (in.logits == LogitsMode::Last) r.logits = Tensor::empty(DType::F32, {1, s.vocab_size});
@@ -152,8 +152,35 @@ ForwardResult Transformer::forward(const ForwardInput& in) {
   if (in.capture_aux) r.aux = Tensor::empty(DType::F32, {T, int64_t(A) * H});
   ensure_scratch(std::min(T, chunk_));
   pending_ = 0;
+  bool in_place = false;
   for (Slot& l : layers_)
-    if (l.state) l.state->prepare(plan_);
+    if (l.state) l.state->prepare(plan_), in_place = in_place || l.state->updates_committed();
+  try {
+    run_chunks(in, r);
+  } catch (...) {
+    if (in_place) reset_locked();  // a state was part way through its committed rows: start the sequence over
+    throw;
+  }
+  pending_ = T;
+  if (in.commit_all) {
+    all_rows_.resize(size_t(T));
+    for (int i = 0; i < T; ++i) all_rows_[size_t(i)] = i;
+    commit_locked(all_rows_);
+  }
+  if (in.logits == LogitsMode::Argmax) {
+    r.argmax = s_.last_argmax.data<int32_t>()[0];
+    // argmax of an all-NaN row is 0, often an end-of-text id: fail instead of ending the text silently
+    if (std::isnan(s_.last_logits.data<float>()[r.argmax]))
+      fail(kOp, "the logits are NaN (NaN or Inf in the model's weights?)");
+  }
+  return r;
+}
+
+void Transformer::run_chunks(const ForwardInput& in, ForwardResult& r) {
+  const ModelSpec& s = spec_;
+  const int T = in.T, n = length_, H = s.hidden_size;
+  const bool tree = mask_ != nullptr;
+  const int A = int(aux_layers_.size());
   for (int c0 = 0; c0 < T; c0 += chunk_) {
     const int c1 = std::min(T, c0 + chunk_), t = c1 - c0;
     // Host-written inputs of this chunk; the encoder is committed before the next chunk reuses them.
@@ -200,14 +227,6 @@ ForwardResult Transformer::forward(const ForwardInput& in) {
     }
     enc.commit();
   }
-  if (in.logits == LogitsMode::Argmax) {
-    r.argmax = s_.last_argmax.data<int32_t>()[0];
-    // argmax of an all-NaN row is 0, often an end-of-text id: fail instead of ending the text silently
-    if (std::isnan(s_.last_logits.data<float>()[r.argmax]))
-      fail(kOp, "the logits are NaN (NaN or Inf in the model's weights?)");
-  }
-  pending_ = T;
-  return r;
 }
 
 std::vector<ForwardResult> Transformer::forward_batch(const std::vector<Transformer*>& seqs,
@@ -235,8 +254,7 @@ std::vector<ForwardResult> Transformer::forward_batch(const std::vector<Transfor
   std::vector<std::unique_lock<std::mutex>> locks;
   for (Transformer* q : order) locks.emplace_back(q->mutex_);
 
-  const ModelSpec& s = spec_;
-  const int H = s.hidden_size, A = int(aux_layers_.size()), n_seq = int(seqs.size());
+  const int n_seq = int(seqs.size());
   Chunk c;
   int total = 0;
   for (int i = 0; i < n_seq; ++i) {
@@ -254,12 +272,46 @@ std::vector<ForwardResult> Transformer::forward_batch(const std::vector<Transfor
   if (total > chunk_)
     fail(op, std::to_string(total) + " rows in all exceed the chunk of " + std::to_string(chunk_) +
                  " rows; run prefills on their own");
+  std::vector<Transformer*> in_place;  // sequences whose states update their committed rows in this forward
   for (Transformer* q : seqs) {
     q->pending_ = 0;
+    bool mine = false;
     for (Slot& l : q->layers_)
-      if (l.state) l.state->prepare(q->plan_);
+      if (l.state) l.state->prepare(q->plan_), mine = mine || l.state->updates_committed();
+    if (mine) in_place.push_back(q);
   }
   std::vector<ForwardResult> out(static_cast<size_t>(n_seq));
+  Tensor logits, argmax;
+  try {
+    run_batch(seqs, ins, c, out, logits, argmax);
+  } catch (...) {
+    for (Transformer* q : in_place) q->reset_locked();  // part way through their committed state: start over
+    throw;
+  }
+  int r = 0;
+  for (int i = 0; i < n_seq; ++i) {
+    const ForwardInput& in = ins[size_t(i)];
+    ForwardResult& res = out[size_t(i)];
+    if (in.logits == LogitsMode::All) res.logits = rows(logits, r, in.T), r += in.T;
+    if (in.logits == LogitsMode::Last) res.logits = rows(logits, r, 1), r += 1;
+    if (in.logits == LogitsMode::Argmax) res.argmax = argmax.data<int32_t>()[r], r += 1;
+    Transformer& q = *seqs[size_t(i)];
+    q.pending_ = in.T;
+    if (in.commit_all) {
+      q.all_rows_.resize(size_t(in.T));
+      for (int j = 0; j < in.T; ++j) q.all_rows_[size_t(j)] = j;
+      q.commit_locked(q.all_rows_);
+    }
+  }
+  return out;
+}
+
+void Transformer::run_batch(const std::vector<Transformer*>& seqs, const std::vector<ForwardInput>& ins, Chunk& c,
+                            std::vector<ForwardResult>& out, Tensor& logits, Tensor& argmax) {
+  const ModelSpec& s = spec_;
+  const int H = s.hidden_size, A = int(aux_layers_.size()), n_seq = int(seqs.size());
+  int total = 0;
+  for (const ForwardInput& in : ins) total += in.T;
   int logit_rows = 0;
   for (int i = 0; i < n_seq; ++i) {
     const ForwardInput& in = ins[size_t(i)];
@@ -295,7 +347,6 @@ std::vector<ForwardResult> Transformer::forward_batch(const std::vector<Transfor
     }
   }
   // Every sequence's logit rows go through the head as one matmul: gathered into proj, normed into xn.
-  Tensor logits, argmax;
   if (logit_rows > 0) {
     int r = 0;
     for (int i = 0; i < n_seq; ++i) {
@@ -313,20 +364,14 @@ std::vector<ForwardResult> Transformer::forward_batch(const std::vector<Transfor
     ops::argmax(enc, logits, argmax);
   }
   enc.commit();
-  int r = 0;
-  for (int i = 0; i < n_seq; ++i) {
-    const ForwardInput& in = ins[size_t(i)];
-    ForwardResult& res = out[size_t(i)];
-    if (in.logits == LogitsMode::All) res.logits = rows(logits, r, in.T), r += in.T;
-    if (in.logits == LogitsMode::Last) res.logits = rows(logits, r, 1), r += 1;
-    if (in.logits == LogitsMode::Argmax) res.argmax = argmax.data<int32_t>()[r], r += 1;
-    seqs[size_t(i)]->pending_ = in.T;
-  }
-  return out;
 }
 
 void Transformer::commit(const std::vector<int32_t>& nodes) {
   std::lock_guard<std::mutex> lock(mutex_);
+  commit_locked(nodes);
+}
+
+void Transformer::commit_locked(const std::vector<int32_t>& nodes) {
   const char* op = "commit";
   const int m = int(nodes.size());
   if (int64_t(length_) + m > capacity_) fail(op, "too many nodes");
@@ -361,6 +406,13 @@ void Transformer::truncate(int n) {
   pending_ = 0;
 }
 
+void Transformer::set_prefill_checkpoints(bool on) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  prefill_checkpoints_ = on;
+  for (Slot& l : layers_)
+    if (l.state) l.state->keep_prefill_checkpoints(on);
+}
+
 int Transformer::truncatable(int n) const {
   n = std::max(0, std::min(n, length_));
   for (const Slot& l : layers_)
@@ -370,6 +422,10 @@ int Transformer::truncatable(int n) const {
 
 void Transformer::reset() {
   std::lock_guard<std::mutex> lock(mutex_);
+  reset_locked();
+}
+
+void Transformer::reset_locked() {
   for (Slot& l : layers_)
     if (l.state) l.state->reset();
   length_ = 0, pending_ = 0;
@@ -379,6 +435,13 @@ size_t Transformer::state_bytes() const {
   size_t total = 0;
   for (const Slot& l : layers_)
     if (l.state) total += l.state->bytes(length_);
+  return total;
+}
+
+size_t Transformer::held_state_bytes() const {
+  size_t total = 0;
+  for (const Slot& l : layers_)
+    if (l.state) total += l.state->held_bytes();
   return total;
 }
 

@@ -35,6 +35,9 @@ struct ForwardInput {
   const int32_t* depths = nullptr;   // [T], checked against the tree; positions are length + depths[i]
   LogitsMode logits = LogitsMode::Last;
   bool capture_aux = false;
+  // Causal only: commit every row as the forward ends (forward + commit(0..T-1) in one call). A
+  // recurrent layer then updates its state in place, with no working copy (docs/model_spec.md).
+  bool commit_all = false;
 };
 
 class Transformer {
@@ -46,6 +49,9 @@ class Transformer {
   Transformer(ModelSpec spec, WeightMap weights, int max_context, std::vector<int> aux_layers,
               std::shared_ptr<Device> device, int chunk = 256, bool fuse = true, DType kv_dtype = DType::F32);
 
+  // With in.commit_all the rows are committed before the result returns (also when the logits turn out
+  // NaN, which fails after the commit). Should a forward that updates a state in place fail part way
+  // (not bad input: that is refused before anything runs), the sequence is reset to length 0.
   ForwardResult forward(const ForwardInput& in);
   // One forward over several sequences' new rows (continuous batching): seqs[i] runs ins[i] as its
   // own forward() would, with bit-identical results (every kernel is batch-invariant), but the
@@ -60,6 +66,10 @@ class Transformer {
   // per-token history (gdn: the length, the end of the last prefill, or 0).
   int truncatable(int n) const;
   void reset();
+  // Recurrent layers keep a copy of their state at the end of each prefill, so that truncate can return
+  // there (prompt caching: the server turns this on); off by default, the copy's memory is not held.
+  void set_prefill_checkpoints(bool on);
+  bool prefill_checkpoints() const { return prefill_checkpoints_; }
 
   int length() const { return length_; }
   int capacity() const { return capacity_; }
@@ -68,6 +78,8 @@ class Transformer {
   int pending() const { return pending_; }
   // Bytes a snapshot of every layer's state holds at the committed length.
   size_t state_bytes() const;
+  // Bytes every layer's state has allocated now (LayerState::held_bytes).
+  size_t held_state_bytes() const;
   // Bytes of every weight a decode step reads whole: all given weights but the token embedding,
   // which a step reads one row of, unless it is also the output head (MoE experts all counted).
   size_t weight_bytes() const { return weight_bytes_; }
@@ -95,6 +107,14 @@ class Transformer {
 
   void build(const WeightMap& w, bool fuse);
   void ensure_scratch(int rows);
+  // forward()'s chunks, encoded and run (the lock held, the plan made and every state prepared).
+  void run_chunks(const ForwardInput& in, ForwardResult& r);
+  // forward_batch()'s one encoded pass over every sequence's rows (c: their segments); logits, argmax: the
+  // head's rows for all of them, in order.
+  void run_batch(const std::vector<Transformer*>& seqs, const std::vector<ForwardInput>& ins, Chunk& c,
+                 std::vector<ForwardResult>& out, Tensor& logits, Tensor& argmax);
+  void commit_locked(const std::vector<int32_t>& nodes);
+  void reset_locked();
   // Fills plan_ (positions, parents) and mask_ from the input after checking it.
   void plan_forward(const ForwardInput& in);
 
@@ -104,6 +124,7 @@ class Transformer {
   int chunk_, capacity_;
   DType kv_dtype_;
   int length_ = 0, pending_ = 0;
+  bool prefill_checkpoints_ = false;
   size_t weight_bytes_ = 0;
   Tensor embd_, out_norm_, out_w_;
   std::vector<std::unique_ptr<Workspace>> workspaces_;
@@ -111,6 +132,7 @@ class Transformer {
   ForwardPlan plan_;                 // reused by every forward: its vectors keep their capacity
   const uint8_t* mask_ = nullptr;    // the current forward's tree mask [T, T], or null
   std::vector<uint8_t> parent_mask_;  // the mask built from ForwardInput::parents
+  std::vector<int32_t> all_rows_;     // 0..T-1: a commit_all forward's commit
   Scratch s_;
   Encoder enc_;  // reused by every forward/commit: its arrays keep their capacity between steps
   std::mutex mutex_;  // forward/commit run without the GIL; one call at a time

@@ -47,8 +47,10 @@ def _build_weight_packs(model) -> None:
     default model's first reply decoded 5-10 % slower without this)."""
     import numpy as np
 
-    model.forward(np.zeros(2, np.int32), logits="last")
-    model.forward(np.zeros(1, np.int32), logits="last")
+    # Committed, then reset: a forward left uncommitted would make a recurrent layer allocate the working
+    # copy of its state that plain decoding never needs (docs/model_spec.md).
+    model.prefill(np.zeros(2, np.int32), logits="last")
+    model.decode(0, logits="last")
     model.reset()
 
 

@@ -34,8 +34,9 @@ def plain_steps(model, prompt_ids: list[int], sampling: SamplingParams, *,
                 prefill_chunk: int = 512, cached: int = 0) -> Iterator[list[int]]:
     """Yields [token] forever: prefill the prompt, then decode one token per step.
 
-    model: the `_core.Transformer` interface (forward + commit); its cache is reset first, or
-    truncated to `cached` (the leading prompt ids it already holds), and only the rest is prefilled.
+    model: the `_core.Transformer` interface (prefill, decode: forward + commit in one call, so a
+    recurrent layer updates its state in place); its cache is reset first, or truncated to `cached`
+    (the leading prompt ids it already holds), and only the rest is prefilled.
     Greedy sampling asks forward for logits="argmax": the token comes back without the logits
     (the same first-maximum rule as the speculative accept), which saves a copy and a scan.
     Otherwise the C++ sampler draws from the last row with one rng for the whole generation.
@@ -52,15 +53,11 @@ def plain_steps(model, prompt_ids: list[int], sampling: SamplingParams, *,
     for start in range(0, len(ids), prefill_chunk):
         chunk = ids[start : start + prefill_chunk]
         last = start + prefill_chunk >= len(ids)
-        out = model.forward(chunk, logits=mode if last else "none")
-        model.commit(np.arange(len(chunk), dtype=np.int32))
-    one, keep = np.zeros(1, dtype=np.int32), np.zeros(1, dtype=np.int32)
+        out = model.prefill(chunk, logits=mode if last else "none")
     while True:
         token = out["argmax"] if greedy else sampling.sample(out["logits"][-1], rng)
         yield [token]
-        one[0] = token
-        out = model.forward(one, logits=mode)
-        model.commit(keep)
+        out = model.decode(token, logits=mode)
 
 
 class TokenStream:

@@ -21,8 +21,7 @@ Tensor zeros(std::vector<int64_t> shape) {
 GdnState::GdnState(const ops::GdnDims& d, int conv_kernel, Tensor A, Tensor dt_bias)
     : d_(d), K_(conv_kernel), A_(std::move(A)), dt_bias_(std::move(dt_bias)) {
   const int64_t C = 2 * int64_t(d.hk) * d.dk + int64_t(d.hv) * d.dv;
-  conv_c_ = zeros({K_ - 1, C}), conv_w_ = zeros({K_ - 1, C});
-  state_c_ = zeros({d.hv, d.dk, d.dv}), state_w_ = zeros({d.hv, d.dk, d.dv});
+  conv_c_ = zeros({K_ - 1, C}), state_c_ = zeros({d.hv, d.dk, d.dv});
 }
 
 void GdnState::reserve(int n) {
@@ -35,8 +34,11 @@ void GdnState::reserve(int n) {
 
 void GdnState::prepare(const ForwardPlan& plan) {
   length_ = plan.length, causal_ = plan.causal, T_ = plan.T;
-  keep_ = !causal_ || T_ <= kKeepRows;
+  in_place_ = causal_ && plan.commit_all;
+  keep_ = !in_place_ && (!causal_ || T_ <= kKeepRows);  // in place, nothing is replayed
   if (keep_) reserve(T_);
+  if (causal_ && !in_place_ && !conv_w_.defined())
+    conv_w_ = Tensor::empty(DType::F32, conv_c_.shape), state_w_ = Tensor::empty(DType::F32, state_c_.shape);
   if (!parents_.defined() || parents_.dim(0) < plan.T) parents_ = Tensor::empty(DType::I32, {plan.T});
   int32_t* p = parents_.data<int32_t>();
   // A causal forward runs chunk by chunk, each chunk a chain from the previous one's end.
@@ -55,6 +57,10 @@ GdnState::ChunkIo GdnState::chunk(int slot0, int t, const GdnRows& shared) {
     io.rows = shared;
   }
   io.parents = head(parents_, t);
+  if (in_place_) {  // the conv reads the window before its state update rewrites it (Gdn::recur)
+    io.conv_in = io.conv_out = conv_c_, io.state_in = io.state_out = state_c_;
+    return io;
+  }
   const bool first = c0 == 0;
   io.conv_in = (causal_ && !first) ? conv_w_ : conv_c_;
   io.state_in = (causal_ && !first) ? state_w_ : state_c_;
@@ -66,9 +72,9 @@ void GdnState::commit(Encoder& enc, const CommitPlan& plan) {
   const int m = int(plan.nodes->size());
   if (m == 0) return;
   if (causal_ && plan.identity && m == T_) {
-    // Every row of a causal forward: its working pair is the new committed state.
-    std::swap(conv_c_, conv_w_), std::swap(state_c_, state_w_);
-    if (m > 1) {
+    // Every row of a causal forward: its working pair is the new committed state (in place: already is).
+    if (!in_place_) std::swap(conv_c_, conv_w_), std::swap(state_c_, state_w_);
+    if (m > 1 && checkpoints_) {
       // A prefill: keep its end as the checkpoint. Host copies are safe here: the forward's encoder has
       // completed and this path records nothing.
       if (!conv_k_.defined()) conv_k_ = zeros(conv_c_.shape), state_k_ = zeros(state_c_.shape);
@@ -106,6 +112,11 @@ void GdnState::truncate(int length, int n) {
   std::memcpy(state_c_.data<float>(), state_k_.data<float>(), state_c_.nbytes());
 }
 
+void GdnState::keep_prefill_checkpoints(bool on) {
+  checkpoints_ = on;
+  if (!on) conv_k_ = Tensor{}, state_k_ = Tensor{}, kept_ = -1;  // its memory goes back
+}
+
 int GdnState::truncatable(int length, int n) const {
   if (n >= length) return length;
   return kept_ > 0 && kept_ <= n ? kept_ : 0;
@@ -118,5 +129,13 @@ void GdnState::reset() {
 }
 
 size_t GdnState::bytes(int) const { return conv_c_.nbytes() + state_c_.nbytes(); }
+
+size_t GdnState::held_bytes() const {
+  size_t n = 0;
+  for (const Tensor* t : {&conv_c_, &state_c_, &conv_w_, &state_w_, &conv_k_, &state_k_, &u_, &qkv_, &a_, &b_,
+                          &parents_, &replay_o_})
+    if (t->defined()) n += t->nbytes();
+  return n;
+}
 
 }  // namespace eyas::model

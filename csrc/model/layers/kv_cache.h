@@ -24,6 +24,7 @@ class KVCache : public LayerState {
   void truncate(int, int) override {}
   void reset() override {}
   size_t bytes(int length) const override;
+  size_t held_bytes() const override { return k_.nbytes() + v_.nbytes(); }
   bool batchable() const override { return true; }
 
  private:

@@ -145,9 +145,17 @@ class BatchedTarget:
         self._target = target
         self._batcher = batcher
 
-    def forward(self, tokens, *, mask=None, depths=None, parents=None, logits="last", capture_aux=False):
+    def forward(self, tokens, *, mask=None, depths=None, parents=None, logits="last", capture_aux=False,
+                commit_all=False):
         return self._batcher.forward(self._target, tokens, mask=mask, depths=depths, parents=parents, logits=logits,
-                                     capture_aux=capture_aux)
+                                     capture_aux=capture_aux, commit_all=commit_all)
+
+    def prefill(self, tokens, *, logits="last", capture_aux=False):
+        """The Transformer's prefill (forward + commit of every row in one call), through the batcher."""
+        return self.forward(tokens, logits=logits, capture_aux=capture_aux, commit_all=True)
+
+    def decode(self, token, *, logits="last", capture_aux=False):
+        return self.prefill(np.array([token], np.int32), logits=logits, capture_aux=capture_aux)
 
     def __getattr__(self, name):
         return getattr(self._target, name)

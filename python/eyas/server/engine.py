@@ -159,6 +159,8 @@ class Engine:
         self.max_queue = max_queue
         self.metrics = metrics or ServerMetrics()
         self.slots = [Slot(model)] + [Slot(model.fork()) for _ in range(max_concurrency - 1)]
+        for slot in self.slots:  # recurrent layers keep their state at each prompt's end for the next turn
+            slot.model.transformer.prefill_checkpoints = True
         self.batcher = ForwardBatcher(model.transformer)
         self.metrics.batcher = self.batcher
         self._waiting: collections.deque[Job] = collections.deque()
@@ -371,8 +373,7 @@ class Engine:
         # go back further, to a length it keeps.
         start = target.truncatable(first)
         target.truncate(start)
-        out = target.forward(seq[start:-1], logits="all")
-        target.commit(np.arange(len(seq) - 1 - start, dtype=np.int32))
+        out = target.prefill(seq[start:-1], logits="all")
         slot.record = seq[:-1].tolist()
         rows = np.asarray(out["logits"], dtype=np.float64)[first - start:]
         rows = rows - rows.max(axis=1, keepdims=True)

@@ -137,8 +137,7 @@ class SpeculativeGenerator:
                     drafter_done = True
                     root = int(pending_tokens[-1][-1])
                     while True:
-                        out = target.forward(np.array([root], np.int32), logits="last")
-                        target.commit(np.zeros(1, np.int32))
+                        out = target.decode(root, logits="last")
                         root = sampling.sample(out["logits"][-1], rng)
                         yield [root]
                 policy = self.policy
@@ -238,8 +237,7 @@ class SpeculativeGenerator:
         distribution a one-node tree's accept would draw from) that also captures the root's drafter
         features: (features F32[1, F*H], next token int32[1])."""
         greedy = sampling.greedy
-        out = self.target.forward(np.array([root], np.int32), logits="argmax" if greedy else "last", capture_aux=True)
-        self.target.commit(np.zeros(1, np.int32))
+        out = self.target.decode(root, logits="argmax" if greedy else "last", capture_aux=True)
         features = split_aux(out["aux"], self.n_features, self.lazy)[0]
         token = out["argmax"] if greedy else sampling.sample(out["logits"][-1], rng)
         return features, np.array([token], np.int32)
@@ -249,8 +247,7 @@ class SpeculativeGenerator:
         for start in range(0, len(ids), self.prefill_chunk):
             chunk = ids[start : start + self.prefill_chunk]
             last = start + self.prefill_chunk >= len(ids)
-            out = self.target.forward(chunk, logits="last" if last else "none", capture_aux=True)
-            self.target.commit(np.arange(len(chunk), dtype=np.int32))
+            out = self.target.prefill(chunk, logits="last" if last else "none", capture_aux=True)
             aux_parts.append(split_aux(out["aux"], self.n_features, self.lazy)[0])
             logits = out.get("logits")
         return np.concatenate(aux_parts), logits
