@@ -92,71 +92,6 @@ static inline __m512i k5_fifth_bits(__m512i h, int bit) {
   return _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(h, bit), _mm512_set1_epi8(1)), 4);
 }
 
-// Block b (at s) of the 16 columns for rows r0 .. r0 + RT (activation quants from xq0): their integer
-// sub-block dots with the scales applied, into i1.
-template <WKind K, int RT>
-__attribute__((always_inline)) static inline void k45_block(const Job& j, const uint8_t* s, const uint8_t* xq0, int64_t b,
-                                                            __m512i* i1) {
-  constexpr bool kWide = RT > 4;
-  constexpr KPackAt at = kpack_at(K);
-  const __m512i m4 = _mm512_set1_epi8(0x0F);
-  // Plane r of sub-block pair c: the low nibbles (sub-block 2c) or the high ones (2c + 1). Q4_K's high
-  // nibbles stay in place (16 x their value), their dots shifted down once per c, exactly (8 dots of 4
-  // products stay far inside int32): one vector op less per line.
-  auto quants = [&](int c, int r, bool high) {
-    const __m512i v = _mm512_loadu_si512(s + 512 * c + 64 * r);
-    __m512i q = !high ? _mm512_and_si512(v, m4)
-                      : K == kQ5_K ? _mm512_and_si512(_mm512_srli_epi16(v, 4), m4) : _mm512_andnot_si512(m4, v);
-    if constexpr (K == kQ5_K)  // fifth bits 2c, 2c + 1 of the qh plane, to bit 4 (per byte)
-      q = _mm512_or_si512(q, k5_fifth_bits(_mm512_loadu_si512(s + at.qh + 64 * r), 2 * c + high));
-    return q;
-  };
-#pragma GCC unroll 16
-  for (int t = 0; t < RT; ++t) i1[t] = _mm512_setzero_si512();
-#pragma GCC unroll 4
-  for (int c = 0; c < 4; ++c) {
-    const __m512i scl = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + at.sc + 32 * c)));
-    const __m512i sch = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + at.sc + 16 + 32 * c)));
-    if constexpr (kWide) {
-#pragma GCC unroll 2
-      for (int high = 0; high < 2; ++high) {
-        __m512i d[RT];
-#pragma GCC unroll 16
-        for (int t = 0; t < RT; ++t) d[t] = _mm512_setzero_si512();
-#pragma GCC unroll 8
-        for (int r = 0; r < 8; ++r) {
-          const __m512i q = quants(c, r, high);
-#pragma GCC unroll 16
-          for (int t = 0; t < RT; ++t) d[t] = dpbusd_bcast(d[t], q, xq0 + t * j.k + b * 256 + 64 * c + 32 * high + 4 * r);
-        }
-#pragma GCC unroll 16
-        for (int t = 0; t < RT; ++t)
-          i1[t] = _mm512_add_epi32(i1[t], _mm512_mullo_epi32(K != kQ5_K && high ? _mm512_srai_epi32(d[t], 4) : d[t], high ? sch : scl));
-      }
-    } else {
-      __m512i dl[RT], dh[RT];
-#pragma GCC unroll 16
-      for (int t = 0; t < RT; ++t) dl[t] = dh[t] = _mm512_setzero_si512();
-#pragma GCC unroll 8
-      for (int r = 0; r < 8; ++r) {
-        const __m512i lo = quants(c, r, false), hi = quants(c, r, true);
-#pragma GCC unroll 16
-        for (int t = 0; t < RT; ++t) {
-          const uint8_t* xq = xq0 + t * j.k + b * 256 + 64 * c + 4 * r;
-          dl[t] = dpbusd_bcast(dl[t], lo, xq);
-          dh[t] = dpbusd_bcast(dh[t], hi, xq + 32);
-        }
-      }
-      if constexpr (K != kQ5_K)
-#pragma GCC unroll 16
-        for (int t = 0; t < RT; ++t) dh[t] = _mm512_srai_epi32(dh[t], 4);
-#pragma GCC unroll 16
-      for (int t = 0; t < RT; ++t)
-        i1[t] = _mm512_add_epi32(i1[t], _mm512_add_epi32(_mm512_mullo_epi32(dl[t], scl), _mm512_mullo_epi32(dh[t], sch)));
-    }
-  }
-}
-
 // Q4_K / Q5_K: RT rows x the 16 columns from n. Up to 4 rows keep every accumulator in registers; 8
 // rows (kWide) stream each block once for all of them (a verify of 8 nodes read the weights in two
 // passes of 4), with their float sums in y and the low- and high-nibble sub-blocks of a line in turn,
@@ -169,6 +104,7 @@ static void k45_rows(const Job& j, const int32_t* pairs, int64_t n, int64_t r0) 
   constexpr KPackAt at = kpack_at(K);
   const int64_t nb = j.k / 256;
   const uint8_t* src = j.wpack + size_t(n / 16) * size_t(nb) * at.bytes;
+  const __m512i m4 = _mm512_set1_epi8(0x0F);
   const uint8_t* xq0 = reinterpret_cast<const uint8_t*>(j.act.qs + r0 * j.k);
   __m512 acc[kWide ? 1 : RT];
   if constexpr (kWide) {
@@ -177,11 +113,65 @@ static void k45_rows(const Job& j, const int32_t* pairs, int64_t n, int64_t r0) 
 #pragma GCC unroll 16
     for (int t = 0; t < RT; ++t) acc[t] = _mm512_setzero_ps();
   }
+  // Plane r of sub-block pair c: the low nibbles (sub-block 2c) or the high ones (2c + 1). Q4_K's high
+  // nibbles stay in place (16 x their value), their dots shifted down once per c, exactly (8 dots of 4
+  // products stay far inside int32): one vector op less per line.
+  auto quants = [&](const uint8_t* s, int c, int r, bool high) {
+    const __m512i v = _mm512_loadu_si512(s + 512 * c + 64 * r);
+    __m512i q = !high ? _mm512_and_si512(v, m4)
+                      : K == kQ5_K ? _mm512_and_si512(_mm512_srli_epi16(v, 4), m4) : _mm512_andnot_si512(m4, v);
+    if constexpr (K == kQ5_K)  // fifth bits 2c, 2c + 1 of the qh plane, to bit 4 (per byte)
+      q = _mm512_or_si512(q, k5_fifth_bits(_mm512_loadu_si512(s + at.qh + 64 * r), 2 * c + high));
+    return q;
+  };
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* s = src + b * at.bytes;
     kq_prefetch_next<at.bytes>(s);
     __m512i i1[RT];
-    k45_block<K, RT>(j, s, xq0, b, i1);
+#pragma GCC unroll 16
+    for (int t = 0; t < RT; ++t) i1[t] = _mm512_setzero_si512();
+#pragma GCC unroll 4
+    for (int c = 0; c < 4; ++c) {
+      const __m512i scl = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + at.sc + 32 * c)));
+      const __m512i sch = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + at.sc + 16 + 32 * c)));
+      if constexpr (kWide) {
+#pragma GCC unroll 2
+        for (int high = 0; high < 2; ++high) {
+          __m512i d[RT];
+#pragma GCC unroll 16
+          for (int t = 0; t < RT; ++t) d[t] = _mm512_setzero_si512();
+#pragma GCC unroll 8
+          for (int r = 0; r < 8; ++r) {
+            const __m512i q = quants(s, c, r, high);
+#pragma GCC unroll 16
+            for (int t = 0; t < RT; ++t) d[t] = dpbusd_bcast(d[t], q, xq0 + t * j.k + b * 256 + 64 * c + 32 * high + 4 * r);
+          }
+#pragma GCC unroll 16
+          for (int t = 0; t < RT; ++t)
+            i1[t] = _mm512_add_epi32(i1[t], _mm512_mullo_epi32(K != kQ5_K && high ? _mm512_srai_epi32(d[t], 4) : d[t], high ? sch : scl));
+        }
+      } else {
+        __m512i dl[RT], dh[RT];
+#pragma GCC unroll 16
+        for (int t = 0; t < RT; ++t) dl[t] = dh[t] = _mm512_setzero_si512();
+#pragma GCC unroll 8
+        for (int r = 0; r < 8; ++r) {
+          const __m512i lo = quants(s, c, r, false), hi = quants(s, c, r, true);
+#pragma GCC unroll 16
+          for (int t = 0; t < RT; ++t) {
+            const uint8_t* xq = xq0 + t * j.k + b * 256 + 64 * c + 4 * r;
+            dl[t] = dpbusd_bcast(dl[t], lo, xq);
+            dh[t] = dpbusd_bcast(dh[t], hi, xq + 32);
+          }
+        }
+        if constexpr (K != kQ5_K)
+#pragma GCC unroll 16
+          for (int t = 0; t < RT; ++t) dh[t] = _mm512_srai_epi32(dh[t], 4);
+#pragma GCC unroll 16
+        for (int t = 0; t < RT; ++t)
+          i1[t] = _mm512_add_epi32(i1[t], _mm512_add_epi32(_mm512_mullo_epi32(dl[t], scl), _mm512_mullo_epi32(dh[t], sch)));
+      }
+    }
     kq_add_block_terms<K, RT, kWide>(j, KqBlockTerm<K>(s), pairs, b, n, r0, i1, acc);
   }
   if constexpr (!kWide)
@@ -209,59 +199,6 @@ static inline __m512i k6_scale(const uint8_t* s, int g) {  // word g % 2 of pair
 // in y and the low- and high-nibble sub-blocks run one after the other, so the int sums fit the
 // 32 registers. Integer adds in another order and the same float adds: the same bits.
 template <int RT>
-__attribute__((always_inline)) static inline void k6_block(const Job& j, const uint8_t* s, const uint8_t* xq0, int64_t b,
-                                                           __m512i* iv) {
-  constexpr bool kWide = RT > 4;
-#pragma GCC unroll 16
-  for (int t = 0; t < RT; ++t) iv[t] = _mm512_setzero_si512();
-#pragma GCC unroll 2
-  for (int h = 0; h < 2; ++h)
-#pragma GCC unroll 2
-    for (int e = 0; e < 2; ++e)
-#pragma GCC unroll 2
-      for (int rr = 0; rr < 2; ++rr) {  // sub-blocks 8h + 2e + rr (low nibbles), + 4 (high)
-        const int gl = 8 * h + 2 * e + rr, gh = gl + 4;
-        // sub-block gl's quants (low nibbles) or gh's (high) of plane r
-        auto quants = [&](int r, bool high) { return k6_quants(s, h, e, r, high); };
-        auto xq = [&](int t, int r) { return xq0 + t * j.k + b * 256 + 128 * h + 32 * e + 4 * r; };
-        if constexpr (kWide) {
-#pragma GCC unroll 2
-          for (int half = 0; half < 2; ++half) {
-            __m512i d[RT];
-#pragma GCC unroll 16
-            for (int t = 0; t < RT; ++t) d[t] = _mm512_setzero_si512();
-#pragma GCC unroll 4
-            for (int r = 4 * rr; r < 4 * rr + 4; ++r) {
-              const __m512i q = quants(r, half);
-#pragma GCC unroll 16
-              for (int t = 0; t < RT; ++t) d[t] = dpbusd_bcast(d[t], q, xq(t, r) + 64 * half);
-            }
-            const __m512i sc = k6_scale(s, half ? gh : gl);
-#pragma GCC unroll 16
-            for (int t = 0; t < RT; ++t) iv[t] = _mm512_add_epi32(iv[t], _mm512_mullo_epi32(d[t], sc));
-          }
-        } else {
-          __m512i dl[RT], dh[RT];
-#pragma GCC unroll 16
-          for (int t = 0; t < RT; ++t) dl[t] = dh[t] = _mm512_setzero_si512();
-#pragma GCC unroll 4
-          for (int r = 4 * rr; r < 4 * rr + 4; ++r) {
-            const __m512i lo = quants(r, false), hi = quants(r, true);
-#pragma GCC unroll 16
-            for (int t = 0; t < RT; ++t) {
-              dl[t] = dpbusd_bcast(dl[t], lo, xq(t, r));
-              dh[t] = dpbusd_bcast(dh[t], hi, xq(t, r) + 64);
-            }
-          }
-          const __m512i sl = k6_scale(s, gl), sh = k6_scale(s, gh);
-#pragma GCC unroll 16
-          for (int t = 0; t < RT; ++t)
-            iv[t] = _mm512_add_epi32(iv[t], _mm512_add_epi32(_mm512_mullo_epi32(dl[t], sl), _mm512_mullo_epi32(dh[t], sh)));
-        }
-      }
-}
-
-template <int RT>
 static void k6_rows(const Job& j, const int32_t* pairs, int64_t n, int64_t r0) {
   constexpr bool kWide = RT > 4;
   const int64_t nb = j.k / 256;
@@ -278,36 +215,57 @@ static void k6_rows(const Job& j, const int32_t* pairs, int64_t n, int64_t r0) {
     const uint8_t* s = src + b * kQ6KPackBlockBytes;
     kq_prefetch_next<kQ6KPackBlockBytes>(s);
     __m512i iv[RT];
-    k6_block<RT>(j, s, xq0, b, iv);
+#pragma GCC unroll 16
+    for (int t = 0; t < RT; ++t) iv[t] = _mm512_setzero_si512();
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; ++h)
+#pragma GCC unroll 2
+      for (int e = 0; e < 2; ++e)
+#pragma GCC unroll 2
+        for (int rr = 0; rr < 2; ++rr) {  // sub-blocks 8h + 2e + rr (low nibbles), + 4 (high)
+          const int gl = 8 * h + 2 * e + rr, gh = gl + 4;
+          // sub-block gl's quants (low nibbles) or gh's (high) of plane r
+          auto quants = [&](int r, bool high) { return k6_quants(s, h, e, r, high); };
+          auto xq = [&](int t, int r) { return xq0 + t * j.k + b * 256 + 128 * h + 32 * e + 4 * r; };
+          if constexpr (kWide) {
+#pragma GCC unroll 2
+            for (int half = 0; half < 2; ++half) {
+              __m512i d[RT];
+#pragma GCC unroll 16
+              for (int t = 0; t < RT; ++t) d[t] = _mm512_setzero_si512();
+#pragma GCC unroll 4
+              for (int r = 4 * rr; r < 4 * rr + 4; ++r) {
+                const __m512i q = quants(r, half);
+#pragma GCC unroll 16
+                for (int t = 0; t < RT; ++t) d[t] = dpbusd_bcast(d[t], q, xq(t, r) + 64 * half);
+              }
+              const __m512i sc = k6_scale(s, half ? gh : gl);
+#pragma GCC unroll 16
+              for (int t = 0; t < RT; ++t) iv[t] = _mm512_add_epi32(iv[t], _mm512_mullo_epi32(d[t], sc));
+            }
+          } else {
+            __m512i dl[RT], dh[RT];
+#pragma GCC unroll 16
+            for (int t = 0; t < RT; ++t) dl[t] = dh[t] = _mm512_setzero_si512();
+#pragma GCC unroll 4
+            for (int r = 4 * rr; r < 4 * rr + 4; ++r) {
+              const __m512i lo = quants(r, false), hi = quants(r, true);
+#pragma GCC unroll 16
+              for (int t = 0; t < RT; ++t) {
+                dl[t] = dpbusd_bcast(dl[t], lo, xq(t, r));
+                dh[t] = dpbusd_bcast(dh[t], hi, xq(t, r) + 64);
+              }
+            }
+            const __m512i sl = k6_scale(s, gl), sh = k6_scale(s, gh);
+#pragma GCC unroll 16
+            for (int t = 0; t < RT; ++t)
+              iv[t] = _mm512_add_epi32(iv[t], _mm512_add_epi32(_mm512_mullo_epi32(dl[t], sl), _mm512_mullo_epi32(dh[t], sh)));
+          }
+        }
     kq_add_block_terms<kQ6_K, RT, kWide>(j, KqBlockTerm<kQ6_K>(s), pairs, b, n, r0, iv, acc);
   }
   if constexpr (!kWide)
     for (int t = 0; t < RT; ++t) _mm512_storeu_ps(j.y + (r0 + t) * j.n + n, acc[t]);
-}
-
-// One row (a decode step) x S column groups ns[] in lockstep: block b of every group, then block b + 1,
-// so S weight streams are in flight per core instead of one. Same integers, same float adds per column.
-template <WKind K, int S>
-static void kq_row_streams(const Job& j, const int32_t* pairs, const int64_t* ns) {
-  constexpr int block_bytes = K == kQ6_K ? kQ6KPackBlockBytes : kpack_at(K).bytes;
-  const int64_t nb = j.k / 256;
-  const uint8_t* xq0 = reinterpret_cast<const uint8_t*>(j.act.qs);
-  const uint8_t* src[S];
-  __m512 acc[S];
-#pragma GCC unroll 8
-  for (int g = 0; g < S; ++g) src[g] = j.wpack + size_t(ns[g] / 16) * size_t(nb) * block_bytes, acc[g] = _mm512_setzero_ps();
-  for (int64_t b = 0; b < nb; ++b) {
-#pragma GCC unroll 8
-    for (int g = 0; g < S; ++g) {
-      const uint8_t* s = src[g] + b * block_bytes;
-      kq_prefetch_next<block_bytes>(s);
-      __m512i i1[1];
-      if constexpr (K == kQ6_K) k6_block<1>(j, s, xq0, b, i1);
-      else k45_block<K, 1>(j, s, xq0, b, i1);
-      kq_add_block_terms<K, 1, false>(j, KqBlockTerm<K>(s), pairs, b, ns[g], 0, i1, &acc[g]);
-    }
-  }
-  for (int g = 0; g < S; ++g) _mm512_storeu_ps(j.y + ns[g], acc[g]);
 }
 
 // Many rows: a 16-column group's quants are unpacked once into u8 planes (plane p of block b: elements
@@ -447,20 +405,6 @@ void cols_kq_packed(const Job& j, int64_t n0, int64_t n1) {
       // 472-477 / 497-523 / 533-610 us, Q6_K 845-865 / 898-950 / 952-1,243 -> 680-686 / 732-742 / 804-850;
       // SmolLM2-1.7B Q4_K_M verify of 5 / 6 / 7 nodes 68.0-70.0 / 74.4-77.6 / 77.1-81.3 -> 60.2-60.8 /
       // 64.2-64.4 / 69.8-72.5 ms.
-      static const int streams = std::getenv("EYAS_KQ_STREAMS") ? std::atoi(std::getenv("EYAS_KQ_STREAMS")) : 1;
-      {
-        if (j.t == 1 && streams > 1) {
-          auto walk = [&](auto sc) {
-            walk_group_streams<decltype(sc)::value>(n0, full, [&](const auto& ns) {
-              kq_row_streams<K, int(sizeof(ns) / sizeof(ns[0]))>(j, pairs, ns);
-            });
-          };
-          if (streams == 2) walk(std::integral_constant<int, 2>{});
-          else if (streams == 3) walk(std::integral_constant<int, 3>{});
-          else walk(std::integral_constant<int, 4>{});
-          n0 = full;
-        }
-      }
       for (int64_t n = n0; n < full; n += 16)
         for_row_passes(0, j.t, [&](auto rows, int64_t r) { kq_rows<K, decltype(rows)::value>(j, pairs, n, r); });
     }
