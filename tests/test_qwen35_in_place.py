@@ -20,12 +20,13 @@ from tests.fixtures import tiny_qwen35  # noqa: E402
 i32 = np.int32
 
 
-@pytest.fixture(scope="module")
-def loaded(tmp_path_factory):
-    path = tmp_path_factory.mktemp("q35inplace") / "m"
+# dense_v64: value heads wide enough for the AVX-512 chain kernel, which then runs the prefill in place
+@pytest.fixture(scope="module", params=["dense", "dense_v64"])
+def loaded(tmp_path_factory, request):
+    path = tmp_path_factory.mktemp("q35inplace") / request.param
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        tiny_qwen35.make_hf("dense", path)
+        tiny_qwen35.make_hf(request.param, path)
     return load_model(path)
 
 

@@ -122,6 +122,60 @@ __attribute__((target("avx512f"))) void delta_step_streamed_avx512(int dk, int d
   }
 }
 
+#if EYAS_X86
+// A chain of m rows of one head (a causal chunk: row t continues row t - 1) from `in` into `out` (may
+// alias), kChainCols value columns at a time: a column's update reads only that column of S, so each
+// block of S (dk x kChainCols floats, 32 KB at dk = 128) stays in L1 while every row passes over it,
+// where delta_step moves the whole state (64 KB) through L2 twice a row. The four 16-column sums of a
+// block run side by side, so their dependency chains overlap. Each column sees delta_step_body's
+// operations in its order: the same bits. kn, qn: [m, dk] the rows' normalized k and q; alpha, beta:
+// [m]; v[t], o[t]: row t's value and output rows of this head; blk: dk * kChainCols floats, 64-byte aligned.
+constexpr int kChainCols = 64;
+
+__attribute__((target("avx512f"))) void delta_chain_avx512(int dk, int dv, int m, const float* in, float* out,
+                                                           const float* kn, const float* qn, const float* alpha,
+                                                           const float* beta, const float* const* v, float* const* o,
+                                                           float* blk) {
+  constexpr int Z = kChainCols / 16;  // vectors a block row
+  for (int j0 = 0; j0 < dv; j0 += kChainCols) {
+    for (int i = 0; i < dk; ++i)
+      for (int z = 0; z < Z; ++z) _mm512_store_ps(blk + (i * Z + z) * 16, _mm512_loadu_ps(in + int64_t(i) * dv + j0 + 16 * z));
+    for (int t = 0; t < m; ++t) {
+      const float* k = kn + int64_t(t) * dk;
+      const float* q = qn + int64_t(t) * dk;
+      const __m512 av = _mm512_set1_ps(alpha[t]), bv = _mm512_set1_ps(beta[t]);
+      __m512 kv[Z], delta[Z], acc[Z];
+      for (int z = 0; z < Z; ++z) kv[z] = _mm512_setzero_ps();
+      for (int i = 0; i < dk; ++i) {
+        const __m512 ki = _mm512_set1_ps(k[i]);
+        for (int z = 0; z < Z; ++z) {
+          float* b = blk + (i * Z + z) * 16;
+          const __m512 sv = _mm512_mul_ps(av, _mm512_load_ps(b));
+          _mm512_store_ps(b, sv);
+          kv[z] = _mm512_add_ps(kv[z], _mm512_mul_ps(sv, ki));
+        }
+      }
+      for (int z = 0; z < Z; ++z) {
+        delta[z] = _mm512_mul_ps(bv, _mm512_sub_ps(_mm512_loadu_ps(v[t] + j0 + 16 * z), kv[z]));
+        acc[z] = _mm512_setzero_ps();
+      }
+      for (int i = 0; i < dk; ++i) {
+        const __m512 ki = _mm512_set1_ps(k[i]), qi = _mm512_set1_ps(q[i]);
+        for (int z = 0; z < Z; ++z) {
+          float* b = blk + (i * Z + z) * 16;
+          const __m512 sv = _mm512_add_ps(_mm512_load_ps(b), _mm512_mul_ps(ki, delta[z]));
+          _mm512_store_ps(b, sv);
+          acc[z] = _mm512_add_ps(acc[z], _mm512_mul_ps(sv, qi));
+        }
+      }
+      for (int z = 0; z < Z; ++z) _mm512_storeu_ps(o[t] + j0 + 16 * z, acc[z]);
+    }
+    for (int i = 0; i < dk; ++i)
+      for (int z = 0; z < Z; ++z) _mm512_storeu_ps(out + int64_t(i) * dv + j0 + 16 * z, _mm512_load_ps(blk + (i * Z + z) * 16));
+  }
+}
+#endif
+
 // The widest copy the SIMD switch allows (capped in tests, which compare every level's bits).
 DeltaStep delta_step() {
 #if EYAS_X86
@@ -320,6 +374,12 @@ void gdn_core(const ops::GdnDims& d, int m, const float* qkv, const float* a, co
   const float q_scale = 1.0f / std::sqrt(float(dk));
   const DeltaStep step = delta_step();
 #if EYAS_X86
+  // Several rows into state_out form a chain (ops::gdn_core checks it): column blocks in L1 (delta_chain_avx512).
+  const bool blocked = state_out && m > 1 && dv % kChainCols == 0 && use_avx512();
+#else
+  const bool blocked = false;
+#endif
+#if EYAS_X86
   // One decode row into its own output state: streaming stores (delta_step_streamed_avx512).
   const bool streamed = m == 1 && state_out && state_out != state_in && dv % 16 == 0 && use_avx512() &&
                         reinterpret_cast<uintptr_t>(state_out) % 64 == 0;
@@ -333,8 +393,17 @@ void gdn_core(const ops::GdnDims& d, int m, const float* qkv, const float* a, co
     thread_local std::vector<float> states;
     if (!state_out && states.size() < size_t(m) * S) states.resize(size_t(m) * S);
     thread_local std::vector<float> qn, kn, kv, delta;  // per-head scratch, kept per thread
-    if (qn.size() < size_t(dk)) qn.resize(size_t(dk)), kn.resize(size_t(dk));
+    const size_t rows_kept = blocked ? size_t(m) : 1;      // the chain path keeps every row's q, k, alpha, beta
+    if (qn.size() < rows_kept * dk) qn.resize(rows_kept * dk), kn.resize(rows_kept * dk);
     if (kv.size() < size_t(dv)) kv.resize(size_t(dv)), delta.resize(size_t(dv));
+    thread_local std::vector<float> alphas, betas, blk;
+    thread_local std::vector<const float*> vrows;
+    thread_local std::vector<float*> orows;
+    if (blocked && alphas.size() < size_t(m)) alphas.resize(size_t(m)), betas.resize(size_t(m)), vrows.resize(size_t(m)), orows.resize(size_t(m));
+#if EYAS_X86
+    if (blocked && blk.size() < size_t(dk) * kChainCols + 16) blk.resize(size_t(dk) * kChainCols + 16);
+    float* blk64 = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(blk.data()) + 63) & ~uintptr_t(63));
+#endif
     for (int64_t h = h0; h < h1; ++h) {
       const int64_t kh = d.tiled ? h % hk : h / ratio;
       const float* in = state_in + h * S;
@@ -346,9 +415,16 @@ void gdn_core(const ops::GdnDims& d, int m, const float* qkv, const float* a, co
         const float* v = row + 2 * int64_t(hk) * dk + h * dv;
         const float qs = 1.0f / std::sqrt(sum_sq(q, dk) + d.l2_eps);
         const float ks = 1.0f / std::sqrt(sum_sq(k, dk) + d.l2_eps);
-        for (int i = 0; i < dk; ++i) qn[i] = (q[i] * qs) * q_scale, kn[i] = k[i] * ks;
+        float* qj = qn.data() + (blocked ? int64_t(j) * dk : 0);
+        float* kj = kn.data() + (blocked ? int64_t(j) * dk : 0);
+        for (int i = 0; i < dk; ++i) qj[i] = (q[i] * qs) * q_scale, kj[i] = k[i] * ks;
         const float beta = 1.0f / (1.0f + std::exp(-b[r * hv + h]));
         const float alpha = std::exp(A[h] * softplus(a[r * hv + h] + dt_bias[h]));
+        float* oj = o + int64_t(j) * hv * dv + h * dv;
+        if (blocked) {
+          alphas[j] = alpha, betas[j] = beta, vrows[j] = v, orows[j] = oj;
+          continue;
+        }
         const int p = parents[j];
         const float* src;
         float* dst;
@@ -359,7 +435,6 @@ void gdn_core(const ops::GdnDims& d, int m, const float* qkv, const float* a, co
           src = p < 0 ? in : states.data() + int64_t(p) * S;
           dst = states.data() + int64_t(j) * S;
         }
-        float* oj = o + int64_t(j) * hv * dv + h * dv;
 #if EYAS_X86
         if (streamed && src != dst) {
           delta_step_streamed_avx512(dk, dv, src, dst, kn.data(), v, qn.data(), alpha, beta, kv.data(), delta.data(),
@@ -369,6 +444,11 @@ void gdn_core(const ops::GdnDims& d, int m, const float* qkv, const float* a, co
 #endif
         step(dk, dv, src, dst, kn.data(), v, qn.data(), alpha, beta, kv.data(), delta.data(), oj);
       }
+#if EYAS_X86
+      if (blocked)
+        delta_chain_avx512(dk, dv, m, in, state_out + h * S, kn.data(), qn.data(), alphas.data(), betas.data(),
+                           vrows.data(), orows.data(), blk64);
+#endif
     }
 #if EYAS_X86
     if (streamed) _mm_sfence();  // this thread's streamed rows land before the pool reports the job done
