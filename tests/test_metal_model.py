@@ -41,6 +41,7 @@ def _bits(a) -> np.ndarray:
 def trace(model) -> list:
     """Every output of a fixed sequence of engine calls that touches each kernel and state path."""
     out = []
+    model.prefill_checkpoints = True  # so the truncate below returns to the first prefill's end (recurrent layers)
     r = model.forward(np.arange(3, 14, dtype=np.int32), logits="all", capture_aux=True)
     out += [r["logits"], r["aux"]]
     model.commit(list(range(11)))
@@ -59,6 +60,9 @@ def trace(model) -> list:
     out.append(r["logits"])
     model.commit([0, 1, 2])
     out.append(model.decode(53)["logits"])
+    # Several rows committed as they run: recurrent layers update their state in place.
+    out.append(model.prefill(np.array([60, 61, 62, 63], np.int32), logits="all")["logits"])
+    out.append(model.decode(64)["logits"])
     return out
 
 
