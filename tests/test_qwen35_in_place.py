@@ -107,3 +107,19 @@ def test_commit_all_refuses_a_tree_and_loses_nothing(loaded):
     with pytest.raises(ValueError, match=r"commit_all needs a causal forward"):
         t.forward(np.array([1, 2], i32), parents=[-1, 0], commit_all=True)
     assert t.length == 5 and all(np.array_equal(x, y) for x, y in zip(before, _gdn_states(t)))
+
+
+def test_a_verified_chain_and_its_commit_equal_decoding_one_token_at_a_time(loaded):
+    # a chain of drafts as a tree (parents): with 64-wide value heads the AVX-512 chain kernel runs it
+    ids = np.random.default_rng(3).integers(0, tiny_qwen35.VOCAB, 12).astype(i32)
+    t, u = _target(loaded), _target(loaded)
+    t.prefill(ids[:8], logits="none"), u.prefill(ids[:8], logits="none")
+    tree = t.forward(ids[8:], parents=[-1, 0, 1, 2], logits="all")["logits"]
+    plain = [u.decode(int(k))["logits"][0] for k in ids[8:]]
+    assert all(np.array_equal(_bits(tree[j]), _bits(plain[j])) for j in range(4))
+    t.commit([0, 1])
+    w = _target(loaded)
+    w.prefill(ids[:8], logits="none")
+    for k in ids[8:10]:
+        w.decode(int(k), logits="none")
+    assert all(np.array_equal(x, y) for x, y in zip(_gdn_states(t), _gdn_states(w)))

@@ -157,13 +157,17 @@ def test_chain_bits_do_not_depend_on_T_or_threads(threads):
 
 @pytest.mark.parametrize("dv", [64, 128])  # the AVX-512 chain kernel's blocks of 64 value columns
 def test_wide_chain_equals_one_row_at_a_time(threads, dv):
-    """A chain of rows (prefill) and the same rows one at a time (decode) give the same outputs and
-    state, bit for bit, at 1-3 threads; on AVX-512 the chain runs in L1-sized column blocks."""
+    """A chain of rows (prefill, or a verified chain of drafts) and the same rows one at a time (decode)
+    give the same outputs and state, bit for bit, at 1-3 threads; on AVX-512 the chain runs in L1-sized
+    column blocks."""
     hk, dk, n = 2, 128, 7
     qkv, a, b, A, dt, state, _, chain = _core_case(np.random.default_rng(12), hk, dk, hv=4, dv=dv, n=n)
     for nt in (1, 2, 3):
         _core.set_num_threads(nt)
         o_all, S_all = ops.gdn_core(qkv, a, b, A, dt, chain, state, hk=hk, dk=dk, final_state=True)
+        # the same chain without its final state: a tree forward of a chain of drafts
+        o_tree = ops.gdn_core(qkv, a, b, A, dt, chain, state, hk=hk, dk=dk)
+        assert np.array_equal(o_tree.view(np.uint32), o_all.view(np.uint32)), nt
         s = state
         for t in range(n):
             o, s = ops.gdn_core(qkv[t : t + 1], a[t : t + 1], b[t : t + 1], A, dt, chain[:1], s, hk=hk, dk=dk,

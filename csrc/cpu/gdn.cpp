@@ -374,8 +374,12 @@ void gdn_core(const ops::GdnDims& d, int m, const float* qkv, const float* a, co
   const float q_scale = 1.0f / std::sqrt(float(dk));
   const DeltaStep step = delta_step();
 #if EYAS_X86
-  // Several rows into state_out form a chain (ops::gdn_core checks it): column blocks in L1 (delta_chain_avx512).
-  const bool blocked = state_out && m > 1 && dv % kChainCols == 0 && use_avx512();
+  // Several rows that form a chain, column blocks in L1 (delta_chain_avx512): every forward into state_out
+  // (ops::gdn_core checks it is a chain), and a tree that is one (a verified chain of drafts), whose final
+  // state nobody reads (commit replays the accepted rows), so it goes to per-thread scratch.
+  bool chain = m > 1;
+  for (int j = 0; j < m && chain; ++j) chain = parents[j] == j - 1;
+  const bool blocked = chain && dv % kChainCols == 0 && use_avx512();
 #else
   const bool blocked = false;
 #endif
@@ -391,7 +395,7 @@ void gdn_core(const ops::GdnDims& d, int m, const float* qkv, const float* a, co
     // A tree keeps every node's state (its children start from it); a chain runs in state_out. Kept per
     // thread (each node's state is written whole before it is read) instead of zeroing m x 64 KB per call.
     thread_local std::vector<float> states;
-    if (!state_out && states.size() < size_t(m) * S) states.resize(size_t(m) * S);
+    if (!state_out && !blocked && states.size() < size_t(m) * S) states.resize(size_t(m) * S);
     thread_local std::vector<float> qn, kn, kv, delta;  // per-head scratch, kept per thread
     const size_t rows_kept = blocked ? size_t(m) : 1;      // the chain path keeps every row's q, k, alpha, beta
     if (qn.size() < rows_kept * dk) qn.resize(rows_kept * dk), kn.resize(rows_kept * dk);
@@ -403,6 +407,8 @@ void gdn_core(const ops::GdnDims& d, int m, const float* qkv, const float* a, co
 #if EYAS_X86
     if (blocked && blk.size() < size_t(dk) * kChainCols + 16) blk.resize(size_t(dk) * kChainCols + 16);
     float* blk64 = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(blk.data()) + 63) & ~uintptr_t(63));
+    thread_local std::vector<float> discard;  // a tree chain's final state
+    if (blocked && !state_out && discard.size() < size_t(S)) discard.resize(size_t(S));
 #endif
     for (int64_t h = h0; h < h1; ++h) {
       const int64_t kh = d.tiled ? h % hk : h / ratio;
@@ -446,8 +452,8 @@ void gdn_core(const ops::GdnDims& d, int m, const float* qkv, const float* a, co
       }
 #if EYAS_X86
       if (blocked)
-        delta_chain_avx512(dk, dv, m, in, state_out + h * S, kn.data(), qn.data(), alphas.data(), betas.data(),
-                           vrows.data(), orows.data(), blk64);
+        delta_chain_avx512(dk, dv, m, in, state_out ? state_out + h * S : discard.data(), kn.data(), qn.data(),
+                           alphas.data(), betas.data(), vrows.data(), orows.data(), blk64);
 #endif
     }
 #if EYAS_X86
