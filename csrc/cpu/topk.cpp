@@ -144,7 +144,26 @@ int32_t argmax_row(const float* x, int n) {
   return argmax_scalar(x, n);
 }
 
+// One row this long is split between the threads (a 248K-token vocabulary's logits: 1 MB, ~100 us on one
+// core); each part's first maximum, then the largest of those, the earliest part on ties: the same index.
+constexpr int kSplitArgmaxCols = 65536;
+
 void argmax(const TopkArgs& a, const float* x, int32_t* idx, ThreadPool& pool) {
+  if (a.rows == 1 && a.cols >= kSplitArgmaxCols && pool.num_threads() > 1) {
+    std::vector<int32_t> part(size_t(pool.num_threads()), -1);  // per thread: its part's index, -1: none
+    pool.run([&](int tid, int nth) {
+      int64_t c0, c1;
+      ThreadPool::split(a.cols, tid, nth, 16, &c0, &c1);
+      if (c0 >= c1) return;
+      const int32_t i = int32_t(c0) + argmax_row(x + c0, int(c1 - c0));
+      part[size_t(tid)] = x[i] == x[i] ? i : -1;  // an all-NaN part offers nothing
+    });
+    int32_t best = -1;
+    for (int32_t i : part)  // parts in column order: a strictly larger value replaces, a tie keeps the earlier
+      if (i >= 0 && (best < 0 || x[i] > x[best])) best = i;
+    idx[0] = best < 0 ? 0 : best;
+    return;
+  }
   for_rows(a.rows, pool, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) idx[r] = argmax_row(x + r * a.cols, a.cols);
   });

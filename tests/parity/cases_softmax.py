@@ -56,6 +56,8 @@ CASES = [
     _argmax_case(4, 33),
     _argmax_case(3, 49152),
     _argmax_case(8, 100, ties=True),
+    _argmax_case(1, 248320),  # a row long enough to be split between the threads
+    _argmax_case(1, 248320, ties=True),
     _topk_case(1, 5, 5),
     _topk_case(3, 100, 10, ties=True),
     _topk_case(2, 49152, 64),
