@@ -71,8 +71,8 @@ def main(argv=None) -> None:
                               "--tokens", str(a.tokens), "--drafter", a.drafter], check=True, capture_output=True, text=True).stdout
         r = json.loads(out.strip().splitlines()[-1])
         bound = 1.1 * (r["file_mb"] + r["kv_mb"] + r["state_mb"])
-        print(f"| {r['model']} | {r['file_mb']:.0f} | {r['kv_mb']:.0f} | {r['state_mb']:.0f} | {bound:.0f} | "
-              f"{r['growth_mb']:.0f} | {'yes' if r['growth_mb'] <= bound else 'no'} |")
+        print(f"| {r['model']} | {r['file_mb']:.0f} | {r['kv_mb']:.0f} | {r['state_mb']:.0f} | {bound:.1f} | "
+              f"{r['growth_mb']:.1f} | {'yes' if r['growth_mb'] <= bound else 'no'} |")
 
 
 if __name__ == "__main__":

@@ -31,6 +31,19 @@ def test_greedy_hand_worked(argmaxes, path, tokens):
     assert r["tokens"].tolist() == tokens
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_greedy_from_argmaxes_equals_greedy_from_logits(seed):
+    """accept_argmax (a verify's logits='argmax_all') walks the path accept walks over the logits."""
+    rng = np.random.default_rng(seed)
+    n, V = 12, 6  # few tokens: many children match, many walks go deep
+    parents = np.array([-1] + [int(rng.integers(0, i)) for i in range(1, n)], np.int32)
+    tokens = rng.integers(0, V, n).astype(np.int32)
+    logits = np.round(rng.standard_normal((n, V))).astype(np.float32)  # ties: the first index wins
+    want = speculative.accept(logits, tokens, parents)
+    got = speculative.accept_argmax(logits.argmax(-1).astype(np.int32), tokens, parents)
+    assert got["path"].tolist() == want["path"].tolist() and got["tokens"].tolist() == want["tokens"].tolist()
+
+
 def test_greedy_tie_takes_lower_id():
     lg = np.zeros((6, 100), np.float32)
     lg[0, [11, 10]] = 3.0  # tie between 10 and 11: argmax is 10 (first index), as in plain decoding

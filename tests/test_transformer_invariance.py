@@ -178,5 +178,36 @@ def test_argmax_mode_matches_last_logits(name):
         am = m2.forward(np.array([t], np.int32), logits="argmax")["argmax"]
         m.commit([0]), m2.commit([0])
         assert am == int(np.argmax(lo))
-    with pytest.raises(ValueError, match=r"\[forward\] logits must be 'last', 'all', 'none' or 'argmax'"):
+    with pytest.raises(ValueError, match=r"\[forward\] logits must be 'last', 'all', 'none', 'argmax' or 'argmax_all'"):
         m.forward(seq[:1], logits="max")
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_argmax_all_mode_matches_every_rows_logits(name):
+    # logits="argmax_all" (a greedy verify) gives every row's first maximum: for a tree, for a causal
+    # forward over several chunks, and for each sequence of a forward_batch.
+    rng = np.random.default_rng(4)
+    spec, m = build(name)
+    _, small = build(name, chunk=4)
+    V = spec["vocab_size"]
+    seq = rng.integers(0, V, 10).astype(np.int32)
+    for model in (m, small):
+        model.reset()
+        model.prefill(seq[:6], logits="none")
+    _, depths, mask = random_tree(rng, 7)
+    toks = rng.integers(0, V, 7).astype(np.int32)
+    want = m.forward(toks, mask=mask, depths=depths, logits="all")["logits"].argmax(-1)
+    got = m.forward(toks, mask=mask, depths=depths, logits="argmax_all")
+    assert set(got) == {"argmaxes"} and got["argmaxes"].tolist() == want.tolist()
+    small.reset()
+    want = small.forward(seq, logits="all")["logits"].argmax(-1)
+    small.reset()
+    assert small.forward(seq, logits="argmax_all")["argmaxes"].tolist() == want.tolist()  # 3 chunks of 4
+    spec, core, _ = make_model(11, **MODELS[name])
+    dev = _core.Device("cpu", 1)
+    a, b, solo = (_core.Transformer(spec, core, max_context=96, aux_layers=AUX, device=dev) for _ in range(3))
+    items = [{"target": a, "tokens": seq[:3], "logits": "argmax_all"}, {"target": b, "tokens": seq[3:8], "logits": "argmax_all"}]
+    out = a.forward_batch(items)
+    for it, o in zip(items, out):
+        solo.reset()
+        assert o["argmaxes"].tolist() == solo.forward(it["tokens"], logits="all")["logits"].argmax(-1).tolist()

@@ -84,8 +84,10 @@ void parse_input(const char* op, ParsedInput& p, nb::handle tokens, std::optiona
     in.logits = model::LogitsMode::None;
   else if (logits == "argmax")
     in.logits = model::LogitsMode::Argmax;
+  else if (logits == "argmax_all")
+    in.logits = model::LogitsMode::ArgmaxAll;
   else
-    fail(op, "logits must be 'last', 'all', 'none' or 'argmax', got '" + logits + "'");
+    fail(op, "logits must be 'last', 'all', 'none', 'argmax' or 'argmax_all', got '" + logits + "'");
   in.capture_aux = capture_aux;
 }
 
@@ -94,6 +96,7 @@ nb::dict result_dict(const model::ForwardResult& r, const model::ForwardInput& i
   if (r.logits.defined()) out["logits"] = bind::to_numpy(r.logits);
   if (r.aux.defined()) out["aux"] = bind::to_numpy(r.aux);
   if (in.logits == model::LogitsMode::Argmax) out["argmax"] = r.argmax;
+  if (in.logits == model::LogitsMode::ArgmaxAll) out["argmaxes"] = bind::to_numpy(r.argmaxes);
   return out;
 }
 
@@ -203,7 +206,8 @@ EYAS_BINDINGS(model_transformer) {
           "parents (int[T], -1 = a root) gives the tree instead of mask; a mask must be a tree's ancestor mask.\n"
           "Writes their K/V at slots [length, length+T) without committing. Returns {'logits', 'aux'}.\n"
           "logits='argmax' returns {'argmax': int} instead of logits: the last row's greedy token (first\n"
-          "index of the maximum, NaN ignored), without copying the logits out.\n"
+          "index of the maximum, NaN ignored), without copying the logits out; 'argmax_all' returns\n"
+          "{'argmaxes': int32[T]}, every row's (what a greedy verify needs).\n"
           "commit_all=True (causal only) commits every row as the forward ends, as prefill() does.")
       .def(
           "commit",

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <string>
 
 #include "bindings/registry.h"
@@ -144,6 +145,29 @@ EYAS_BINDINGS(speculative_tree) {
       "rng"_a = nb::none(),
       "Accept a verified tree. logits: F32[N, V] target logits per node. Returns dict(path: accepted node indices "
       "from the root, tokens: accepted drafted tokens then the bonus token).");
+
+  s.def(
+      "accept_argmax",
+      [](bind::Array argmaxes, bind::Array tokens, bind::Array parents) {
+        const char* op = "accept";
+        Tensor am = bind::typed(op, "argmaxes", argmaxes, DType::I32, 1);
+        Tensor tk = bind::typed(op, "tokens", tokens, DType::I32, 1);
+        Tensor pa = bind::typed(op, "parents", parents, DType::I32, 1);
+        const int32_t n = int32_t(tk.dim(0));
+        check_dim(op, "parents", pa, 0, n);
+        check_dim(op, "argmaxes", am, 0, n);
+        // the tree's shape; its tokens were checked against the vocabulary by the forward that gave the argmaxes
+        check_tree(op, tk.data<int32_t>(), pa.data<int32_t>(), n, std::numeric_limits<int32_t>::max());
+        AcceptResult r;
+        {
+          nb::gil_scoped_release release;
+          r = accept_greedy(am.data<int32_t>(), tk.data<int32_t>(), pa.data<int32_t>(), n);
+        }
+        return result_dict(std::move(r));
+      },
+      "argmaxes"_a, "tokens"_a, "parents"_a,
+      "Greedy accept from every node's target argmax (forward(..., logits='argmax_all')): the path and tokens\n"
+      "accept() gives for the logits those came from.");
 
   s.def(
       "accept_hidden",

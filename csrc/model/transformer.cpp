@@ -150,6 +150,12 @@ ForwardResult Transformer::forward(const ForwardInput& in) {
   if (in.logits == LogitsMode::Last) r.logits = Tensor::empty(DType::F32, {1, s.vocab_size});
   const int A = int(aux_layers_.size());
   if (in.capture_aux) r.aux = Tensor::empty(DType::F32, {T, int64_t(A) * H});
+  if (in.logits == LogitsMode::ArgmaxAll) {
+    r.argmaxes = Tensor::empty(DType::I32, {T});
+    const int rows = std::min(T, chunk_);
+    if (!s_.row_logits.defined() || s_.row_logits.dim(0) < rows)
+      s_.row_logits = Tensor::empty(DType::F32, {rows, s.vocab_size});
+  }
   ensure_scratch(std::min(T, chunk_));
   pending_ = 0;
   bool in_place = false;
@@ -211,6 +217,10 @@ void Transformer::run_chunks(const ForwardInput& in, ForwardResult& r) {
     if (in.logits == LogitsMode::All) {
       ops::rms_norm(enc, c.x, out_norm_, c.xn, s.rms_eps);
       ops::matmul(enc, c.xn, out_w_, rows(r.logits, c0, t));
+    } else if (in.logits == LogitsMode::ArgmaxAll) {
+      ops::rms_norm(enc, c.x, out_norm_, c.xn, s.rms_eps);
+      ops::matmul(enc, c.xn, out_w_, rows(s_.row_logits, 0, t));
+      ops::argmax(enc, rows(s_.row_logits, 0, t), reshape(rows(r.argmaxes, c0, t), {t}));
     } else if ((in.logits == LogitsMode::Last || in.logits == LogitsMode::Argmax) && c1 == T) {
       Tensor xn = rows(s_.xn, 0, 1);
       ops::rms_norm(enc, rows(s_.x, t - 1, 1), out_norm_, xn, s.rms_eps);
@@ -226,6 +236,10 @@ void Transformer::run_chunks(const ForwardInput& in, ForwardResult& r) {
       }
     }
     enc.commit();
+    if (in.logits == LogitsMode::ArgmaxAll)  // as for Argmax: an all-NaN row must not read as token 0
+      for (int i = 0; i < t; ++i)
+        if (std::isnan(s_.row_logits.data<float>()[int64_t(i) * s.vocab_size + r.argmaxes.data<int32_t>()[c0 + i]]))
+          fail(kOp, "the logits are NaN (NaN or Inf in the model's weights?)");
   }
 }
 
@@ -295,6 +309,7 @@ std::vector<ForwardResult> Transformer::forward_batch(const std::vector<Transfor
     if (in.logits == LogitsMode::All) res.logits = rows(logits, r, in.T), r += in.T;
     if (in.logits == LogitsMode::Last) res.logits = rows(logits, r, 1), r += 1;
     if (in.logits == LogitsMode::Argmax) res.argmax = argmax.data<int32_t>()[r], r += 1;
+    if (in.logits == LogitsMode::ArgmaxAll) res.argmaxes = reshape(rows(argmax, r, in.T), {in.T}), r += in.T;
     Transformer& q = *seqs[size_t(i)];
     q.pending_ = in.T;
     if (in.commit_all) {
@@ -316,7 +331,9 @@ void Transformer::run_batch(const std::vector<Transformer*>& seqs, const std::ve
   for (int i = 0; i < n_seq; ++i) {
     const ForwardInput& in = ins[size_t(i)];
     if (in.capture_aux) out[size_t(i)].aux = Tensor::empty(DType::F32, {in.T, int64_t(A) * H});
-    logit_rows += in.logits == LogitsMode::All ? in.T : in.logits == LogitsMode::None ? 0 : 1;
+    logit_rows += in.logits == LogitsMode::All || in.logits == LogitsMode::ArgmaxAll ? in.T
+                  : in.logits == LogitsMode::None                                   ? 0
+                                                                                    : 1;
   }
   ensure_scratch(total);
   for (int i = 0; i < n_seq; ++i) {
@@ -353,7 +370,7 @@ void Transformer::run_batch(const std::vector<Transformer*>& seqs, const std::ve
       const ForwardInput& in = ins[size_t(i)];
       const Segment& g = c.segments[size_t(i)];
       if (in.logits == LogitsMode::None) continue;
-      const int n = in.logits == LogitsMode::All ? g.t : 1, from = g.row0 + g.t - n;
+      const int n = in.logits == LogitsMode::All || in.logits == LogitsMode::ArgmaxAll ? g.t : 1, from = g.row0 + g.t - n;
       ops::copy_cols(enc, rows(c.x, from, n), 0, rows(s_.proj, r, n), 0, H);
       r += n;
     }

@@ -17,13 +17,15 @@
 namespace eyas::model {
 
 // Argmax: the last row's greedy token (first index of the maximum, NaN ignored, as speculative::accept
-// picks it) without handing the logits back: plain greedy decoding needs nothing else.
-enum class LogitsMode { Last, All, None, Argmax };
+// picks it) without handing the logits back: plain greedy decoding needs nothing else. ArgmaxAll: every
+// row's, which is all a greedy verify needs (the logits of T rows of a large vocabulary stay inside).
+enum class LogitsMode { Last, All, None, Argmax, ArgmaxAll };
 
 struct ForwardResult {
   Tensor logits;       // F32[T or 1, V]; undefined for LogitsMode::None and Argmax
   Tensor aux;          // F32[T, len(aux_layers) * H] when aux capture was asked for
   int32_t argmax = -1;  // LogitsMode::Argmax
+  Tensor argmaxes;      // I32[T]: LogitsMode::ArgmaxAll
 };
 
 // A tree is given either by its visibility mask or by its node parents (not both); neither = causal.
@@ -102,6 +104,7 @@ class Transformer {
   struct Scratch {
     int rows = 0;
     Tensor last_logits, last_argmax;  // LogitsMode::Argmax: F32[1, V], I32[1], reused every step
+    Tensor row_logits;                // LogitsMode::ArgmaxAll: F32[rows, V], reused (grown) by every verify
     Tensor ids, pos, x, xn, proj;
   };
 

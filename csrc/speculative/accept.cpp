@@ -24,6 +24,21 @@ AcceptResult accept_tree(const float* logits, int64_t vocab, const int32_t* toke
                      rng);
 }
 
+AcceptResult accept_greedy(const int32_t* argmaxes, const int32_t* tokens, const int32_t* parents, int32_t n) {
+  AcceptResult r;
+  r.path.push_back(0);
+  for (int32_t cur = 0;;) {
+    const int32_t x = argmaxes[cur];
+    r.tokens.push_back(x);
+    int32_t next = -1;  // the first child holding x: children follow their parent, in node order
+    for (int32_t c = cur + 1; c < n && next < 0; ++c)
+      if (parents[c] == cur && tokens[c] == x) next = c;
+    if (next < 0) return r;
+    r.path.push_back(next);
+    cur = next;
+  }
+}
+
 AcceptResult accept_tree(const RowLogits& row_logits, int64_t vocab, const int32_t* tokens, const int32_t* parents,
                          int32_t n, const SamplingParams& params, Rng& rng) {
   std::vector<std::vector<int32_t>> children(static_cast<size_t>(n));

@@ -27,6 +27,10 @@ void check_tree(const char* op, const int32_t* tokens, const int32_t* parents, i
 AcceptResult accept_tree(const float* logits, int64_t vocab, const int32_t* tokens, const int32_t* parents,
                          int32_t n, const SamplingParams& params, Rng& rng);
 
+// The greedy walk given every node's argmax (the target's greedy token after it; LogitsMode::ArgmaxAll):
+// the same path and tokens as accept_tree's greedy walk over the logits those came from.
+AcceptResult accept_greedy(const int32_t* argmaxes, const int32_t* tokens, const int32_t* parents, int32_t n);
+
 // Same walk with logits computed on demand: row_logits(node) returns that node's [vocab] logits,
 // valid until the next call. Only the visited nodes (accepted path + one) are ever computed.
 using RowLogits = std::function<const float*(int32_t node)>;

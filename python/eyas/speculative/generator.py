@@ -156,7 +156,7 @@ class SpeculativeGenerator:
                     if depth > 0:
                         t0 = time.perf_counter()
                         tree = chain_tree(int(pending_tokens[-1][-1]), copied[:depth])
-                        verified = verify(target, tree, self.n_features, self.lazy)
+                        verified = verify(target, tree, self.n_features, self.lazy, sampling.greedy)
                         t1 = time.perf_counter()
                         acc = accept(verified, tree, sampling, rng, proposer.target_head)
                         commit(target, acc)
@@ -201,7 +201,7 @@ class SpeculativeGenerator:
                 t_ingested = time.perf_counter()
                 tree = drop_unlikely(proposer.propose(policy), policy.min_log_prob)
                 t1 = time.perf_counter()
-                verified = verify(target, tree, self.n_features, self.lazy)
+                verified = verify(target, tree, self.n_features, self.lazy, sampling.greedy)
                 t2 = time.perf_counter()
                 acc: Accepted = accept(verified, tree, sampling, rng, proposer.target_head)
                 # Before commit: a proposer that picks its drafter from acceptance learns of this round at once.

@@ -50,8 +50,9 @@ def drop_unlikely(tree: DraftTree, min_log_prob: float) -> DraftTree:
 @dataclasses.dataclass
 class Verified:
     features: np.ndarray  # float32[N, F*H] the drafter's aux features of every node
-    logits: np.ndarray | None = None  # float32[N, V] (eager mode)
+    logits: np.ndarray | None = None  # float32[N, V] (eager mode, sampled)
     hidden: np.ndarray | None = None  # float32[N, H] final pre-norm states (lazy-logits mode)
+    argmaxes: np.ndarray | None = None  # int32[N] every node's greedy token (eager mode, greedy)
 
 
 @dataclasses.dataclass
@@ -68,13 +69,14 @@ def split_aux(aux: np.ndarray, n_features: int, lazy: bool) -> tuple[np.ndarray,
     return np.ascontiguousarray(aux[:, : n_features * H]), np.ascontiguousarray(aux[:, n_features * H :])
 
 
-def verify(target, tree: DraftTree, n_features: int, lazy: bool) -> Verified:
+def verify(target, tree: DraftTree, n_features: int, lazy: bool, greedy: bool = False) -> Verified:
     """Target runs the whole tree after its committed prefix (positions length + depth). Lazy mode
-    skips the lm_head here; accept computes logits for the nodes it visits."""
-    out = target.forward(tree.tokens, mask=tree.mask, depths=tree.depths, logits="none" if lazy else "all",
-                         capture_aux=True)
+    skips the lm_head here; accept computes logits for the nodes it visits. Otherwise a greedy verify
+    takes every node's argmax alone (the logits of N rows of a 248K-token vocabulary stay in the engine)."""
+    mode = "none" if lazy else "argmax_all" if greedy else "all"
+    out = target.forward(tree.tokens, mask=tree.mask, depths=tree.depths, logits=mode, capture_aux=True)
     features, hidden = split_aux(out["aux"], n_features, lazy)
-    return Verified(features, out.get("logits"), hidden)
+    return Verified(features, out.get("logits"), hidden, out.get("argmaxes"))
 
 
 def accept(verified: Verified, tree: DraftTree, sampling, rng, head=None) -> Accepted:
@@ -82,6 +84,9 @@ def accept(verified: Verified, tree: DraftTree, sampling, rng, head=None) -> Acc
     head: the proposer's target_head (output norm, output weight, eps) in lazy mode."""
     from eyas import _core
 
+    if verified.argmaxes is not None:  # greedy, from verify's argmaxes
+        r = _core.speculative.accept_argmax(verified.argmaxes, tree.tokens, tree.parents)
+        return Accepted(r["path"], r["tokens"])
     kw = dict(sampling.filters(), rng=rng)
     if verified.hidden is not None:
         norm, out_w, eps = head
