@@ -90,12 +90,12 @@ void GdnState::commit(Encoder& enc, const CommitPlan& plan) {
   // Replay the accepted path from the committed state with the forward's kernel.
   Tensor nodes = Tensor::empty(DType::I32, {m}), chain = Tensor::empty(DType::I32, {m});
   for (int j = 0; j < m; ++j) nodes.data<int32_t>()[j] = (*plan.nodes)[j], chain.data<int32_t>()[j] = j - 1;
-  if (!replay_o_.defined() || replay_o_.dim(0) < m)
-    replay_o_ = Tensor::empty(DType::F32, {m, int64_t(d_.hv) * d_.dv});
   const int N = T_;
-  ops::gdn_core(enc, d_, rows(qkv_, 0, N), rows(a_, 0, N), rows(b_, 0, N), A_, dt_bias_, nodes, chain, state_c_,
-                state_c_, rows(replay_o_, 0, m));
   ops::gdn_conv_state(enc, conv_c_, rows(u_, 0, N), nodes, conv_c_);
+  // The replay's output is not needed: it goes where the conv inputs were, read just above (the encoder
+  // orders the two), so no buffer is kept for it (m x Hv*Dv fit in u's m x C floats).
+  ops::gdn_core(enc, d_, rows(qkv_, 0, N), rows(a_, 0, N), rows(b_, 0, N), A_, dt_bias_, nodes, chain, state_c_,
+                state_c_, rows(u_, 0, m, {int64_t(d_.hv) * d_.dv}));
 }
 
 void GdnState::truncate(int length, int n) {
@@ -133,7 +133,7 @@ size_t GdnState::bytes(int) const { return conv_c_.nbytes() + state_c_.nbytes();
 size_t GdnState::held_bytes() const {
   size_t n = 0;
   for (const Tensor* t : {&conv_c_, &state_c_, &conv_w_, &state_w_, &conv_k_, &state_k_, &u_, &qkv_, &a_, &b_,
-                          &parents_, &replay_o_})
+                          &parents_})
     if (t->defined()) n += t->nbytes();
   return n;
 }

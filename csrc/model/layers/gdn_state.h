@@ -72,7 +72,6 @@ class GdnState : public LayerState {
   bool checkpoints_ = false;
   int rows_ = 0;
   Tensor u_, qkv_, a_, b_, parents_;  // [rows_, ...]: the last forward's rows, when kept
-  Tensor replay_o_;                   // F32[m, Hv*Dv]: discarded output of a replay
   bool causal_ = true;
   int length_ = 0, T_ = 0;  // the last forward: committed length before it, its rows
   bool keep_ = false;       // the last forward's rows are in u_, qkv_, a_, b_
