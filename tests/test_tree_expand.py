@@ -198,3 +198,32 @@ def test_bad_inputs():
     b.extend(np.zeros((2, 5), np.float32))
     with pytest.raises(ValueError, match=r"\[expand_tree\].*last level"):
         b.extend(np.zeros((2, 5), np.float32))
+
+
+def test_scores_have_the_same_bits_at_every_simd_level():
+    """A level's log-softmax normaliser sums exp over the draft vocabulary in 16 fixed double lanes with the
+    softmax kernels' exp, so the tree's scores are the same bits on every instruction set (NaN logits skipped)."""
+    rng = np.random.default_rng(5)
+    Vd = 8192 + 7  # a tail past the last full vector
+    rows = (rng.standard_normal((3, Vd)) * 4).astype(np.float32)
+    rows[1, ::97] = np.nan
+
+    def scores():
+        b = speculative.TreeBuilder(2, 3, 7, Vd)
+        b.start(1, rows[0])
+        b.extend(rows[1:3])
+        return b.finish()["scores"]
+
+    levels = _core.ops._simd_levels()
+    try:
+        got = {}
+        for level in levels:
+            _core.ops._cap_simd(level)
+            got[level] = scores()
+    finally:
+        _core.ops._cap_simd(levels[-1])
+    for level in levels[1:]:
+        assert np.array_equal(got[level].view(np.uint32), got[levels[0]].view(np.uint32)), level
+    x = rows[0].astype(np.float64)  # and the normaliser is the log-sum-exp within float rounding
+    want = x.max() - (np.log(np.exp(x - x.max()).sum()) + x.max())
+    np.testing.assert_allclose(got[levels[0]][1], want, rtol=0, atol=1e-5)

@@ -136,6 +136,34 @@ void for_rows(int64_t rows, ThreadPool& pool, F&& fn) {
 
 }  // namespace
 
+double exp_sum_scalar(const float* x, int64_t n, float mx) {
+  double lanes[16] = {0.0};
+  for (int64_t i = 0; i < n; ++i)
+    if (x[i] == x[i]) lanes[i % 16] += double(exp_scalar(x[i] - mx));
+  double s = 0.0;
+  for (double l : lanes) s += l;
+  return s;
+}
+
+#if EYAS_X86
+__attribute__((target("avx512f"))) double exp_sum_avx512(const float* x, int64_t n, float mx) {
+  const __m512 ninf = _mm512_set1_ps(kNegInf), m = _mm512_set1_ps(mx);
+  __m512d lo = _mm512_setzero_pd(), hi = _mm512_setzero_pd();  // lanes 0-7, 8-15
+  for (int64_t i = 0; i < n; i += 16) {
+    __m512 v = _mm512_mask_loadu_ps(ninf, tail_mask(int(std::min<int64_t>(n - i, 16))), x + i);
+    v = _mm512_mask_mov_ps(ninf, _mm512_cmp_ps_mask(v, v, _CMP_ORD_Q), v);  // NaN adds exp(-inf) = 0
+    const __m512 e = exp_avx512(_mm512_sub_ps(v, m));
+    lo = _mm512_add_pd(lo, _mm512_cvtps_pd(_mm512_castps512_ps256(e)));
+    hi = _mm512_add_pd(hi, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(e), 1))));
+  }
+  alignas(64) double lanes[16];
+  _mm512_store_pd(lanes, lo), _mm512_store_pd(lanes + 8, hi);
+  double s = 0.0;
+  for (double l : lanes) s += l;
+  return s;
+}
+#endif
+
 int32_t argmax_row(const float* x, int n) {
 #if EYAS_X86
   if (use_avx512()) return argmax_avx512(x, n);
@@ -180,4 +208,10 @@ void topk(const TopkArgs& a, const float* x, float* values, int32_t* idx, Thread
 
 namespace eyas::ops {
 int32_t argmax_row_host(const float* x, int n) { return cpu::argmax_row(x, n); }
+double exp_sum_row_host(const float* x, int64_t n, float mx) {
+#if EYAS_X86
+  if (cpu::use_avx512()) return cpu::exp_sum_avx512(x, n, mx);
+#endif
+  return cpu::exp_sum_scalar(x, n, mx);
+}
 }  // namespace eyas::ops

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/tensor.h"
+#include "ops/host_rows.h"
 
 namespace eyas::speculative {
 
@@ -35,10 +36,7 @@ void topk_log_softmax(const float* x, int64_t n, int32_t k, float* logp, int32_t
     best.insert(at, {v, int32_t(i)});
     if (int32_t(best.size()) > k) best.pop_back();
   }
-  double sum = 0.0;
-  if (std::isfinite(mx))
-    for (int64_t i = 0; i < n; ++i)
-      if (!std::isnan(x[i])) sum += double(std::exp(x[i] - mx));
+  const double sum = std::isfinite(mx) ? ops::exp_sum_row_host(x, n, mx) : 0.0;
   const double lse = std::isfinite(mx) ? std::log(sum) : 0.0;  // >= 0: the max term alone is 1
   for (int32_t j = 0; j < k; ++j) {
     idx[j] = best[size_t(j)].second;
