@@ -1,11 +1,11 @@
 """Resident memory of a loaded model against the kernels issue's bound, 1.1 x (file + sequence state).
 
-    PYTHONPATH=build/<name>/pkg python bench/resident_memory.py [--model PATH] [--max-context 2048]
+    PYTHONPATH=build/<name>/pkg python bench/resident_memory.py [--model PATH ...] [--drafter none|default]
 
-Growth of the process's resident set (VmRSS) from before `eyas.load` to after a short generation
-(F16 KV; --drafter none: plain decoding, default: the engine's default proposer for the model). The sequence state is the KV cache at --max-context plus one
-copy of any recurrent layer's state (`Transformer.state_bytes` at length 0). Each model runs in its
-own process, so one's pages do not count towards the next.
+Growth of the process's resident set (VmRSS) from before `eyas.load` to after a short generation (F16 KV;
+--drafter none: plain decoding, default: the engine's default proposer for the model). The sequence state
+is the KV cache at --max-context plus one copy of any recurrent layer's state (`Transformer.state_bytes` at
+length 0). Each model runs in its own process, so one's pages do not count towards the next.
 """
 
 from __future__ import annotations
@@ -67,8 +67,9 @@ def main(argv=None) -> None:
     print("| model | file MiB | KV cache MiB | recurrent state MiB | bound MiB | growth MiB | within |")
     print("|---|---|---|---|---|---|---|")
     for model in a.model or [""]:
-        out = subprocess.run([sys.executable, __file__, "--child", model, "--max-context", str(a.max_context),
-                              "--tokens", str(a.tokens), "--drafter", a.drafter], check=True, capture_output=True, text=True).stdout
+        cmd = [sys.executable, __file__, "--child", model, "--max-context", str(a.max_context), "--tokens",
+               str(a.tokens), "--drafter", a.drafter]
+        out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
         r = json.loads(out.strip().splitlines()[-1])
         bound = 1.1 * (r["file_mb"] + r["kv_mb"] + r["state_mb"])
         print(f"| {r['model']} | {r['file_mb']:.0f} | {r['kv_mb']:.0f} | {r['state_mb']:.0f} | {bound:.1f} | "

@@ -23,6 +23,18 @@ static nb::dict result_dict(AcceptResult r) {
   return d;
 }
 
+// A verified tree's node tokens and parents, I32[n] each.
+struct TreeArrays {
+  Tensor tokens, parents;
+  int32_t n;
+};
+static TreeArrays tree_arrays(const char* op, bind::Array tokens, bind::Array parents) {
+  TreeArrays t{bind::typed(op, "tokens", tokens, DType::I32, 1), bind::typed(op, "parents", parents, DType::I32, 1), 0};
+  t.n = int32_t(t.tokens.dim(0));
+  check_dim(op, "parents", t.parents, 0, t.n);
+  return t;
+}
+
 static SamplingParams sampling(const char* op, float temperature, int32_t top_k, float top_p) {
   SamplingParams p{temperature, top_k, top_p};
   check_sampling(op, p);
@@ -128,10 +140,7 @@ EYAS_BINDINGS(speculative_tree) {
          std::optional<Rng*> rng) {
         const char* op = "accept";
         Tensor lg = bind::typed(op, "logits", logits, DType::F32, 2);
-        Tensor tk = bind::typed(op, "tokens", tokens, DType::I32, 1);
-        Tensor pa = bind::typed(op, "parents", parents, DType::I32, 1);
-        const int32_t n = int32_t(tk.dim(0));
-        check_dim(op, "parents", pa, 0, n);
+        const auto [tk, pa, n] = tree_arrays(op, tokens, parents);
         check_dim(op, "logits", lg, 0, n);
         SamplingParams p = sampling(op, temperature, top_k, top_p);
         if (p.temperature > 0.0f && !(rng && *rng)) fail(op, "sampling (temperature > 0) needs an rng");
@@ -151,10 +160,7 @@ EYAS_BINDINGS(speculative_tree) {
       [](bind::Array argmaxes, bind::Array tokens, bind::Array parents) {
         const char* op = "accept";
         Tensor am = bind::typed(op, "argmaxes", argmaxes, DType::I32, 1);
-        Tensor tk = bind::typed(op, "tokens", tokens, DType::I32, 1);
-        Tensor pa = bind::typed(op, "parents", parents, DType::I32, 1);
-        const int32_t n = int32_t(tk.dim(0));
-        check_dim(op, "parents", pa, 0, n);
+        const auto [tk, pa, n] = tree_arrays(op, tokens, parents);
         check_dim(op, "argmaxes", am, 0, n);
         // the tree's shape; its tokens were checked against the vocabulary by the forward that gave the argmaxes
         check_tree(op, tk.data<int32_t>(), pa.data<int32_t>(), n, std::numeric_limits<int32_t>::max());
@@ -177,11 +183,8 @@ EYAS_BINDINGS(speculative_tree) {
         Tensor h = bind::typed(op, "hidden", hidden, DType::F32, 2);
         Tensor nw = bind::typed(op, "norm_w", norm_w, DType::F32, 1);
         Tensor w = bind::parse_weight(op, "out_w", out_w);
-        Tensor tk = bind::typed(op, "tokens", tokens, DType::I32, 1);
-        Tensor pa = bind::typed(op, "parents", parents, DType::I32, 1);
-        const int32_t n = int32_t(tk.dim(0));
+        const auto [tk, pa, n] = tree_arrays(op, tokens, parents);
         const int64_t H = h.dim(1);
-        check_dim(op, "parents", pa, 0, n);
         check_dim(op, "hidden", h, 0, n);
         check_dim(op, "norm_w", nw, 0, H);
         check_ndim(op, "out_w", w, 2);

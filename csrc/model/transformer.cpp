@@ -17,6 +17,12 @@ namespace eyas::model {
 
 namespace {
 const char* kOp = "Transformer";
+
+// Rows of a forward's input that go through the output head: every row, the last, or none.
+int head_rows(const ForwardInput& in) {
+  if (in.logits == LogitsMode::All || in.logits == LogitsMode::ArgmaxAll) return in.T;
+  return in.logits == LogitsMode::None ? 0 : 1;
+}
 }  // namespace
 
 Transformer::Transformer(ModelSpec spec, WeightMap weights, int max_context, std::vector<int> aux_layers,
@@ -157,10 +163,7 @@ ForwardResult Transformer::forward(const ForwardInput& in) {
       s_.row_logits = Tensor::empty(DType::F32, {rows, s.vocab_size});
   }
   ensure_scratch(std::min(T, chunk_));
-  pending_ = 0;
-  bool in_place = false;
-  for (Slot& l : layers_)
-    if (l.state) l.state->prepare(plan_), in_place = in_place || l.state->updates_committed();
+  const bool in_place = prepare_states_locked();
   try {
     run_chunks(in, r);
   } catch (...) {
@@ -168,11 +171,7 @@ ForwardResult Transformer::forward(const ForwardInput& in) {
     throw;
   }
   pending_ = T;
-  if (in.commit_all) {
-    all_rows_.resize(size_t(T));
-    for (int i = 0; i < T; ++i) all_rows_[size_t(i)] = i;
-    commit_locked(all_rows_);
-  }
+  if (in.commit_all) commit_all_locked();
   if (in.logits == LogitsMode::Argmax) {
     r.argmax = s_.last_argmax.data<int32_t>()[0];
     // argmax of an all-NaN row is 0, often an end-of-text id: fail instead of ending the text silently
@@ -287,17 +286,12 @@ std::vector<ForwardResult> Transformer::forward_batch(const std::vector<Transfor
     fail(op, std::to_string(total) + " rows in all exceed the chunk of " + std::to_string(chunk_) +
                  " rows; run prefills on their own");
   std::vector<Transformer*> in_place;  // sequences whose states update their committed rows in this forward
-  for (Transformer* q : seqs) {
-    q->pending_ = 0;
-    bool mine = false;
-    for (Slot& l : q->layers_)
-      if (l.state) l.state->prepare(q->plan_), mine = mine || l.state->updates_committed();
-    if (mine) in_place.push_back(q);
-  }
+  for (Transformer* q : seqs)
+    if (q->prepare_states_locked()) in_place.push_back(q);
   std::vector<ForwardResult> out(static_cast<size_t>(n_seq));
   Tensor logits, argmax;
   try {
-    run_batch(seqs, ins, c, out, logits, argmax);
+    run_batch(seqs, ins, c, total, out, logits, argmax);
   } catch (...) {
     for (Transformer* q : in_place) q->reset_locked();  // part way through their committed state: start over
     throw;
@@ -312,28 +306,20 @@ std::vector<ForwardResult> Transformer::forward_batch(const std::vector<Transfor
     if (in.logits == LogitsMode::ArgmaxAll) res.argmaxes = reshape(rows(argmax, r, in.T), {in.T}), r += in.T;
     Transformer& q = *seqs[size_t(i)];
     q.pending_ = in.T;
-    if (in.commit_all) {
-      q.all_rows_.resize(size_t(in.T));
-      for (int j = 0; j < in.T; ++j) q.all_rows_[size_t(j)] = j;
-      q.commit_locked(q.all_rows_);
-    }
+    if (in.commit_all) q.commit_all_locked();
   }
   return out;
 }
 
 void Transformer::run_batch(const std::vector<Transformer*>& seqs, const std::vector<ForwardInput>& ins, Chunk& c,
-                            std::vector<ForwardResult>& out, Tensor& logits, Tensor& argmax) {
+                            int total, std::vector<ForwardResult>& out, Tensor& logits, Tensor& argmax) {
   const ModelSpec& s = spec_;
   const int H = s.hidden_size, A = int(aux_layers_.size()), n_seq = int(seqs.size());
-  int total = 0;
-  for (const ForwardInput& in : ins) total += in.T;
   int logit_rows = 0;
   for (int i = 0; i < n_seq; ++i) {
     const ForwardInput& in = ins[size_t(i)];
     if (in.capture_aux) out[size_t(i)].aux = Tensor::empty(DType::F32, {in.T, int64_t(A) * H});
-    logit_rows += in.logits == LogitsMode::All || in.logits == LogitsMode::ArgmaxAll ? in.T
-                  : in.logits == LogitsMode::None                                   ? 0
-                                                                                    : 1;
+    logit_rows += head_rows(in);
   }
   ensure_scratch(total);
   for (int i = 0; i < n_seq; ++i) {
@@ -369,8 +355,8 @@ void Transformer::run_batch(const std::vector<Transformer*>& seqs, const std::ve
     for (int i = 0; i < n_seq; ++i) {
       const ForwardInput& in = ins[size_t(i)];
       const Segment& g = c.segments[size_t(i)];
-      if (in.logits == LogitsMode::None) continue;
-      const int n = in.logits == LogitsMode::All || in.logits == LogitsMode::ArgmaxAll ? g.t : 1, from = g.row0 + g.t - n;
+      const int n = head_rows(in), from = g.row0 + g.t - n;
+      if (n == 0) continue;
       ops::copy_cols(enc, rows(c.x, from, n), 0, rows(s_.proj, r, n), 0, H);
       r += n;
     }
@@ -381,6 +367,20 @@ void Transformer::run_batch(const std::vector<Transformer*>& seqs, const std::ve
     ops::argmax(enc, logits, argmax);
   }
   enc.commit();
+}
+
+bool Transformer::prepare_states_locked() {
+  pending_ = 0;
+  bool in_place = false;
+  for (Slot& l : layers_)
+    if (l.state) l.state->prepare(plan_), in_place = in_place || l.state->updates_committed();
+  return in_place;
+}
+
+void Transformer::commit_all_locked() {
+  all_rows_.resize(size_t(pending_));
+  for (int i = 0; i < pending_; ++i) all_rows_[size_t(i)] = i;
+  commit_locked(all_rows_);
 }
 
 void Transformer::commit(const std::vector<int32_t>& nodes) {

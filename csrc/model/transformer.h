@@ -114,9 +114,12 @@ class Transformer {
   void run_chunks(const ForwardInput& in, ForwardResult& r);
   // forward_batch()'s one encoded pass over every sequence's rows (c: their segments); logits, argmax: the
   // head's rows for all of them, in order.
-  void run_batch(const std::vector<Transformer*>& seqs, const std::vector<ForwardInput>& ins, Chunk& c,
+  void run_batch(const std::vector<Transformer*>& seqs, const std::vector<ForwardInput>& ins, Chunk& c, int total,
                  std::vector<ForwardResult>& out, Tensor& logits, Tensor& argmax);
+  // Prepares every state for plan_ (pending_ cleared); whether any will update its committed rows in place.
+  bool prepare_states_locked();
   void commit_locked(const std::vector<int32_t>& nodes);
+  void commit_all_locked();  // every pending row, in place
   void reset_locked();
   // Fills plan_ (positions, parents) and mask_ from the input after checking it.
   void plan_forward(const ForwardInput& in);

@@ -24,36 +24,18 @@ AcceptResult accept_tree(const float* logits, int64_t vocab, const int32_t* toke
                      rng);
 }
 
-AcceptResult accept_greedy(const int32_t* argmaxes, const int32_t* tokens, const int32_t* parents, int32_t n) {
-  AcceptResult r;
-  r.path.push_back(0);
-  for (int32_t cur = 0;;) {
-    const int32_t x = argmaxes[cur];
-    r.tokens.push_back(x);
-    int32_t next = -1;  // the first child holding x: children follow their parent, in node order
-    for (int32_t c = cur + 1; c < n && next < 0; ++c)
-      if (parents[c] == cur && tokens[c] == x) next = c;
-    if (next < 0) return r;
-    r.path.push_back(next);
-    cur = next;
-  }
-}
+namespace {
 
-AcceptResult accept_tree(const RowLogits& row_logits, int64_t vocab, const int32_t* tokens, const int32_t* parents,
-                         int32_t n, const SamplingParams& params, Rng& rng) {
+// The walk both accepts share: at each node the target's token x (token_at(node)), then the first child
+// holding it (children in node order; siblings from the builder are distinct), until none does.
+template <typename TokenAt>
+AcceptResult walk(const int32_t* tokens, const int32_t* parents, int32_t n, TokenAt token_at) {
   std::vector<std::vector<int32_t>> children(static_cast<size_t>(n));
   for (int32_t i = 1; i < n; ++i) children[size_t(parents[i])].push_back(i);
   AcceptResult r;
   r.path.push_back(0);
-  int32_t cur = 0;
-  std::vector<double> p;
-  while (true) {
-    // The target's token here, drawn as plain decoding draws it (greedy: the argmax; sampled: one
-    // uniform from rng), and the first child holding it (siblings from the builder are distinct). So
-    // the emitted tokens are plain decoding's, draw for draw, whatever the tree; a sampled child is
-    // accepted with its probability p(x), siblings with the sum of theirs, as in rejection sampling
-    // with the draft treated as deterministic.
-    const int32_t x = sample_token(row_logits(cur), vocab, params, rng, p);
+  for (int32_t cur = 0;;) {
+    const int32_t x = token_at(cur);
     r.tokens.push_back(x);
     int32_t next = -1;
     for (int32_t c : children[size_t(cur)])
@@ -65,6 +47,22 @@ AcceptResult accept_tree(const RowLogits& row_logits, int64_t vocab, const int32
     r.path.push_back(next);
     cur = next;
   }
+}
+
+}  // namespace
+
+AcceptResult accept_greedy(const int32_t* argmaxes, const int32_t* tokens, const int32_t* parents, int32_t n) {
+  return walk(tokens, parents, n, [&](int32_t node) { return argmaxes[node]; });
+}
+
+AcceptResult accept_tree(const RowLogits& row_logits, int64_t vocab, const int32_t* tokens, const int32_t* parents,
+                         int32_t n, const SamplingParams& params, Rng& rng) {
+  // The target's token here, drawn as plain decoding draws it (greedy: the argmax; sampled: one uniform
+  // from rng), so the emitted tokens are plain decoding's, draw for draw, whatever the tree; a sampled
+  // child is accepted with its probability p(x), siblings with the sum of theirs, as in rejection
+  // sampling with the draft treated as deterministic.
+  std::vector<double> p;
+  return walk(tokens, parents, n, [&](int32_t node) { return sample_token(row_logits(node), vocab, params, rng, p); });
 }
 
 }  // namespace eyas::speculative
