@@ -4,7 +4,8 @@
 // EYAS_BENCH_COLD=1 evicts the caches before every call by reading EYAS_BENCH_EVICT_MB (default 192)
 // MiB (a decode step streams ~100 MB of weights between two uses of a layer's KV), as in a model's
 // decode step or small tree verify (T = 1, 2, 3, 4 over a long prefix); EYAS_BENCH_T=1,8 limits the
-// T column; EYAS_BENCH_KV=f16 uses a half-precision cache;
+// T column (T = 256, a prefill chunk's size, runs only when listed there); EYAS_BENCH_KV=f16 uses a
+// half-precision cache;
 // EYAS_BENCH_SIMD=avx2 caps the kernels' SIMD level (to time the AVX2 path on an AVX-512 machine).
 #include <chrono>
 #include <cmath>
@@ -103,11 +104,11 @@ int main(int argc, char** argv) {
     const bool cold = std::getenv("EYAS_BENCH_COLD") != nullptr;
     for (int prefix : {128, 256, 1024, 2048, 4096}) {
       if (!listed("EYAS_BENCH_PREFIX", prefix)) continue;
-      const int cap = prefix + 64;
+      const int cap = prefix + 256;
       Tensor k = filled({L.hkv, cap, L.d}, rng), v = filled({L.hkv, cap, L.d}, rng);
       if (half_cache()) k = to_half(k), v = to_half(v);
-      for (int T : {1, 2, 3, 4, 8, 32, 64}) {
-        if (!listed("EYAS_BENCH_T", T)) continue;
+      for (int T : {1, 2, 3, 4, 8, 32, 64, 256}) {
+        if (!listed("EYAS_BENCH_T", T) || (T == 256 && !std::getenv("EYAS_BENCH_T"))) continue;
         Tensor q = filled({T, L.hq, L.d}, rng), o = Tensor::empty(DType::F32, {T, L.hq, L.d});
         Tensor mask;
         int64_t new_visible = 1;
