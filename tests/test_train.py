@@ -19,7 +19,7 @@ from eyas.train.drafter import DrafterConfig, Eagle3Drafter  # noqa: E402
 from eyas.train.evaluate import draft_trees, evaluate_sequences, replay  # noqa: E402
 from eyas.train.export import load_drafter, save_drafter  # noqa: E402
 from eyas.train.generate import generate_batch  # noqa: E402
-from eyas.train.target import TorchTarget  # noqa: E402
+from eyas.train.target import TorchTarget, group_mask, grouped_attention  # noqa: E402
 from eyas.train.trainer import TrainArgs, target_signals, train, ttt_loss, collate  # noqa: E402
 
 V, H, FF, L, NH, NKV = 96, 64, 128, 8, 4, 2
@@ -113,6 +113,37 @@ def test_chunked_prefill_matches_one_pass(target):
     one = generate_batch(target, prompts, 12, prefill_chunk=64)
     assert generate_batch(target, prompts, 12, prefill_chunk=4) == one
     assert generate_batch(target, prompts, 12, prefill_chunk=1) == one
+
+
+def test_static_decode_steps_match_eager(target):
+    # The decode step a CUDA graph replays (slot on the device, attention over the whole masked cache)
+    # draws the same tokens as the eager step, greedy and sampled, left padding included.
+    rng = np.random.default_rng(3)
+    prompts = [list(rng.integers(3, V, size=int(rng.integers(3, 15)))) for _ in range(5)]
+    for temps in (None, [0.0, 0.8, 0.8, 0.0, 1.0]):
+        eager = generate_batch(target, prompts, 16, temps, seed=4, static=False)
+        assert generate_batch(target, prompts, 16, temps, seed=4, static=True) == eager
+
+
+@pytest.mark.parametrize("B,Hq,Hkv,T,S", [(3, 9, 3, 1, 37), (2, 8, 2, 5, 21), (2, 4, 4, 6, 6)])
+def test_grouped_attention_equals_sdpa_gqa(B, Hq, Hkv, T, S):
+    # Query heads folded into their kv head's rows: SDPA's own GQA over the same mask (left padding,
+    # causal in slots), row for row.
+    g = torch.Generator().manual_seed(B * 100 + T)
+    q, k, v = (torch.randn(B, h, n, 16, generator=g) for h, n in ((Hq, T), (Hkv, S), (Hkv, S)))
+    keys = torch.rand(B, S, generator=g) > 0.3
+    keys[:, S - T:] = True
+    mask = (torch.arange(S)[None] <= torch.arange(T)[:, None] + S - T)[None, None] & keys[:, None, None, :]
+    want = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=Hq != Hkv)
+    got = grouped_attention(q, k, v, group_mask(mask, Hq // Hkv))
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_static_cache_pos_takes_one_token(target):
+    kv = tuple(torch.zeros(L, 1, NKV, 8, HD) for _ in range(2))
+    with pytest.raises(ValueError, match="one token"):
+        target(torch.tensor([[3, 4]]), key_mask=torch.ones(1, 8, dtype=torch.bool), kv=kv,
+               cache_pos=torch.tensor(0), want_aux=False)
 
 
 def test_draft_vocab_maps(target, data):

@@ -1,0 +1,177 @@
+"""Speed of the torch target that drafter training runs (eyas.train.target), on a GPU, at a real shape.
+
+Generation of training data and the target's forward in every training step use its attention; this
+times them with random weights at the shape of a real model (speed does not depend on weight values),
+as shipped (decode steps replayed as a CUDA graph, grouped query rows in attention) and, for comparison,
+as before 2026-12-06 (eager decode steps, SDPA's GQA option over an explicit mask).
+
+    # here, once: the shape of the default model (or --model FILE) -> a small JSON
+    python scripts/device/target_speed.py --write-spec scripts/device/smollm2-135m.spec.json
+    # on the device (torch with CUDA; no gguf, no compiled core needed)
+    python scripts/device/target_speed.py --spec scripts/device/smollm2-135m.spec.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+import types
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+try:  # the training code and the loaders never need the compiled core (as in run_train.py)
+    import eyas._core  # noqa: F401
+except ImportError:
+    sys.modules["eyas._core"] = types.ModuleType("eyas._core")
+
+
+def write_spec(path: str, model: str | None) -> None:
+    from eyas.loaders import load_model
+    from eyas.models.default import default_model_path
+
+    lm = load_model(model or default_model_path())
+    spec = {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in lm.spec.items()}
+    shapes = {name: [int(x) for x in entry[2]] for name, entry in lm.weights.items()}
+    with open(path, "w") as f:
+        json.dump({"spec": spec, "shapes": shapes, "eos_ids": list(lm.tokenizer.eos_ids),
+                   "rope_theta": float(lm.rope_theta)}, f)
+    print(f"wrote {path}: {len(shapes)} weights")
+
+
+def build_target(path: str, device):
+    import torch
+
+    from eyas.train.target import TargetConfig, TorchTarget
+    from eyas.drafters.eagle3 import default_aux_layers
+
+    d = json.load(open(path))
+    spec = dict(d["spec"], rope_inv_freq=np.asarray(d["spec"]["rope_inv_freq"], np.float32))
+    rng = np.random.default_rng(0)
+    weights = {}
+    for name, shape in d["shapes"].items():  # F32 entries (type 0), scaled as a trained model's roughly are
+        w = (rng.standard_normal(shape, dtype=np.float32) / np.sqrt(shape[-1])).astype(np.float32)
+        weights[name] = (np.ones(shape, np.float32) if name.endswith("norm") else w, 0, shape)
+    s = spec
+    cfg = TargetConfig(vocab_size=s["vocab_size"], hidden_size=s["hidden_size"], intermediate_size=s["intermediate_size"],
+                       num_layers=s["num_layers"], num_heads=s["num_heads"], num_kv_heads=s["num_kv_heads"],
+                       head_dim=s["head_dim"], rms_eps=float(s["rms_eps"]), rope_theta=d["rope_theta"],
+                       tied_embeddings=bool(s["tie_embeddings"]), eos_ids=d["eos_ids"],
+                       aux_layers=default_aux_layers(s["num_layers"]))
+    with torch.no_grad():
+        return TorchTarget(spec, weights, cfg).to(device).eval()
+
+
+def use_gqa_sdpa(module) -> None:
+    """The attention before 2026-12-06 in `module` (eyas.train.target): SDPA with enable_gqa over the
+    explicit [B, 1, T, S] mask, also for the causal-only training forward."""
+    import torch
+    import torch.nn.functional as F
+
+    def sdpa(q, k, v, attn_mask=None, is_causal=False, enable_gqa=False):
+        if is_causal:
+            T = q.shape[2]
+            attn_mask = torch.ones(T, T, dtype=torch.bool, device=q.device).tril()[None, None]
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, enable_gqa=enable_gqa)
+
+    module.F = types.SimpleNamespace(**{n: getattr(F, n) for n in dir(F) if not n.startswith("_")})
+    module.F.scaled_dot_product_attention = sdpa
+    module.group_mask = lambda mask, group: mask
+    module.grouped_attention = lambda q, k, v, mask: sdpa(q, k, v, attn_mask=mask, enable_gqa=q.shape[1] != k.shape[1])
+
+
+def bench(target, device, args, static: bool) -> dict:
+    import torch
+
+    from eyas.train.generate import generate_batch
+
+    rng = np.random.default_rng(1)
+    V = target.cfg.vocab_size
+    out = {}
+    for name, (n, lo, hi, new) in {"long prompts": (args.batch, 1000, 2000, args.new),
+                                   "short prompts": (args.batch, 30, 80, 2 * args.new)}.items():
+        prompts = [list(rng.integers(3, V, size=int(rng.integers(lo, hi)))) for _ in range(n)]
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            generate_batch(target, prompts[:8], 4, [0.7] * 8, dtype=torch.bfloat16, static=static)  # warm-up
+            torch.cuda.synchronize()
+            t0 = time.time()
+            res = generate_batch(target, prompts, new, [0.0 if i % 2 else 0.7 for i in range(n)], dtype=torch.bfloat16,
+                                 static=static)
+            torch.cuda.synchronize()
+        dt = time.time() - t0
+        tokens = sum(len(r) for r in res)
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            t1 = time.time()
+            generate_batch(target, prompts, 1, dtype=torch.bfloat16, static=static)  # the prefill alone
+            torch.cuda.synchronize()
+        prefill = time.time() - t1
+        out[name] = (f"{tokens / dt:,.0f} generated tok/s ({n} x {lo}-{hi} prompt tokens, {tokens} generated in "
+                     f"{dt:.2f} s, of which the prefill {prefill:.2f} s)")
+    ids = torch.as_tensor(rng.integers(3, V, size=(args.train_rows, args.train_len)), device=device)
+    with torch.no_grad(), torch.autocast("cuda", dtype=torch.bfloat16):
+        target(ids[:1, :64])
+        torch.cuda.synchronize()
+        t0 = time.time()
+        for _ in range(args.reps):
+            target(ids, want_aux=True)
+        torch.cuda.synchronize()
+    dt = (time.time() - t0) / args.reps
+    out["training forward"] = f"{args.train_rows * args.train_len / dt:,.0f} tok/s ({args.train_rows} x {args.train_len})"
+    return out
+
+
+def same_tokens(target, n: int = 64, new: int = 64) -> str:
+    """The share of greedy tokens the graph-replayed steps draw as the eager steps do (bf16: the two
+    attend over different cache lengths, so near-ties may fall the other way)."""
+    import torch
+
+    from eyas.train.generate import generate_batch
+
+    rng = np.random.default_rng(2)
+    prompts = [list(rng.integers(3, target.cfg.vocab_size, size=int(rng.integers(20, 400)))) for _ in range(n)]
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        a, b = (generate_batch(target, prompts, new, dtype=torch.bfloat16, static=s) for s in (False, True))
+    rows = sum(x == y for x, y in zip(a, b))
+    first = [next((i for i, (p, q) in enumerate(zip(x, y)) if p != q), min(len(x), len(y))) for x, y in zip(a, b)]
+    return f"{rows} of {n} rows whole; tokens before the first difference {sum(first)} of {sum(len(x) for x in a)}"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--write-spec", help="write the shape JSON of --model (default: the bundled model) and exit")
+    ap.add_argument("--model")
+    ap.add_argument("--spec", help="the shape JSON to time")
+    ap.add_argument("--batch", type=int, default=512)
+    ap.add_argument("--new", type=int, default=64, help="tokens generated per long prompt (twice as many per short)")
+    ap.add_argument("--train-rows", type=int, default=10)
+    ap.add_argument("--train-len", type=int, default=2560)
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--rounds", type=int, default=2, help="alternating rounds of shipped / before")
+    a = ap.parse_args()
+    if a.write_spec:
+        return write_spec(a.write_spec, a.model)
+    import torch
+
+    import eyas.train.target as target_module
+
+    device = torch.device("cuda")
+    target = build_target(a.spec, device)
+    print(torch.__version__, torch.cuda.get_device_name(), flush=True)
+    shipped = {k: getattr(target_module, k) for k in ("F", "group_mask", "grouped_attention")}
+    print("greedy tokens equal to eager decode steps:", same_tokens(target), flush=True)
+    # "before": eager decode steps and SDPA's GQA option (the code before 2026-12-06); "shipped": graphs, grouped rows
+    for r in range(a.rounds):
+        for label in ("shipped", "before"):
+            for k, v in shipped.items():
+                setattr(target_module, k, v)
+            if label == "before":
+                use_gqa_sdpa(target_module)
+            for k, v in bench(target, device, a, static=label == "shipped").items():
+                print(f"round {r + 1} {label:8s} {k}: {v}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
