@@ -83,6 +83,20 @@ def use_gqa_sdpa(module) -> None:
     module.grouped_attention = lambda q, k, v, mask: sdpa(q, k, v, attn_mask=mask, enable_gqa=q.shape[1] != k.shape[1])
 
 
+def use_matmul_attention(module) -> None:
+    """A candidate for decode steps: grouped query rows through two batched matmuls and a float32 softmax."""
+    import torch
+
+    def attend(q, k, v, mask):
+        B, Hq, T, D = q.shape
+        qg = q.reshape(B, k.shape[1], Hq // k.shape[1] * T, D)
+        s = torch.matmul(qg, k.transpose(-1, -2)).float() * D ** -0.5
+        p = torch.softmax(s.masked_fill(~mask, float("-inf")), -1).to(v.dtype)
+        return torch.matmul(p, v).reshape(B, Hq, T, D)
+
+    module.grouped_attention = attend
+
+
 def bench(target, device, args, static: bool) -> dict:
     import torch
 
@@ -149,7 +163,8 @@ def main() -> None:
     ap.add_argument("--train-rows", type=int, default=10)
     ap.add_argument("--train-len", type=int, default=2560)
     ap.add_argument("--reps", type=int, default=5)
-    ap.add_argument("--rounds", type=int, default=2, help="alternating rounds of shipped / before")
+    ap.add_argument("--rounds", type=int, default=2, help="alternating rounds of the variants")
+    ap.add_argument("--variants", default="shipped,before", help="shipped, before, matmul (decode attention by matmuls)")
     a = ap.parse_args()
     if a.write_spec:
         return write_spec(a.write_spec, a.model)
@@ -164,12 +179,14 @@ def main() -> None:
     print("greedy tokens equal to eager decode steps:", same_tokens(target), flush=True)
     # "before": eager decode steps and SDPA's GQA option (the code before 2026-12-06); "shipped": graphs, grouped rows
     for r in range(a.rounds):
-        for label in ("shipped", "before"):
+        for label in a.variants.split(","):
             for k, v in shipped.items():
                 setattr(target_module, k, v)
             if label == "before":
                 use_gqa_sdpa(target_module)
-            for k, v in bench(target, device, a, static=label == "shipped").items():
+            if label == "matmul":
+                use_matmul_attention(target_module)
+            for k, v in bench(target, device, a, static=label != "before").items():
                 print(f"round {r + 1} {label:8s} {k}: {v}", flush=True)
 
 
