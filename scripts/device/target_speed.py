@@ -153,6 +153,43 @@ def same_tokens(target, n: int = 64, new: int = 64) -> str:
     return f"{rows} of {n} rows whole; tokens before the first difference {sum(first)} of {sum(len(x) for x in a)}"
 
 
+def training_step_parts(target, device, reps: int = 4) -> None:
+    """Time one EAGLE-3 training step's parts on random data: the target's signals (forward, soft labels)
+    and the drafter's 7-step unroll with its backward, for long and short sequences."""
+    import torch
+
+    from eyas.train.drafter import DrafterConfig, Eagle3Drafter
+    from eyas.train.trainer import TrainArgs, target_signals, ttt_loss
+
+    c = target.cfg
+    cfg = DrafterConfig(vocab_size=c.vocab_size, draft_vocab_size=8192, hidden_size=c.hidden_size,
+                        intermediate_size=c.intermediate_size, num_heads=c.num_heads, num_kv_heads=c.num_kv_heads,
+                        head_dim=c.head_dim, target_hidden_size=c.hidden_size, rope_theta=c.rope_theta,
+                        aux_layers=c.aux_layers)
+    drafter = Eagle3Drafter(cfg, target.embed).to(device)
+    drafter.set_vocab(torch.arange(8192, device=device))
+    rng = np.random.default_rng(3)
+    for rows, length in ((10, 2448), (80, 300)):
+        ids = torch.as_tensor(rng.integers(3, c.vocab_size, size=(rows, length)), device=device)
+        lm = torch.ones_like(ids, dtype=torch.bool)
+        times = {"signals": 0.0, "unroll": 0.0, "backward": 0.0}
+        for r in range(reps + 1):
+            with torch.autocast("cuda", dtype=torch.bfloat16):
+                torch.cuda.synchronize(); t0 = time.time()
+                aux, p, mask = target_signals(target, drafter, ids, lm)
+                torch.cuda.synchronize(); t1 = time.time()
+                loss, _, _ = ttt_loss(drafter, aux, ids, p, mask, TrainArgs())
+                torch.cuda.synchronize(); t2 = time.time()
+            loss.backward()
+            torch.cuda.synchronize(); t3 = time.time()
+            drafter.zero_grad(set_to_none=True)
+            if r:  # the first is a warm-up
+                for k, dt in zip(times, (t1 - t0, t2 - t1, t3 - t2)):
+                    times[k] += dt / reps
+        print(f"training step, {rows} x {length} tokens: " + ", ".join(f"{k} {1000 * v:.0f} ms" for k, v in times.items()),
+              flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--write-spec", help="write the shape JSON of --model (default: the bundled model) and exit")
@@ -164,6 +201,7 @@ def main() -> None:
     ap.add_argument("--train-len", type=int, default=2560)
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--rounds", type=int, default=2, help="alternating rounds of the variants")
+    ap.add_argument("--training-step", action="store_true", help="time a training step's parts and exit")
     ap.add_argument("--variants", default="shipped,before", help="shipped, before, matmul (decode attention by matmuls)")
     a = ap.parse_args()
     if a.write_spec:
@@ -176,6 +214,8 @@ def main() -> None:
     target = build_target(a.spec, device)
     print(torch.__version__, torch.cuda.get_device_name(), flush=True)
     shipped = {k: getattr(target_module, k) for k in ("F", "group_mask", "grouped_attention")}
+    if a.training_step:
+        return training_step_parts(target, device)
     print("greedy tokens equal to eager decode steps:", same_tokens(target), flush=True)
     # "before": eager decode steps and SDPA's GQA option (the code before 2026-12-06); "shipped": graphs, grouped rows
     for r in range(a.rounds):
