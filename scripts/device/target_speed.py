@@ -155,7 +155,8 @@ def same_tokens(target, n: int = 64, new: int = 64) -> str:
 
 def training_step_parts(target, device, reps: int = 4) -> None:
     """Time one EAGLE-3 training step's parts on random data: the target's signals (forward, soft labels)
-    and the drafter's 7-step unroll with its backward, for long and short sequences."""
+    and the drafter's 7-step unroll with its backward, for long and short sequences, with the unroll's
+    attention as shipped and as before 2026-12-06, in two alternating rounds."""
     import torch
 
     from eyas.train.drafter import DrafterConfig, Eagle3Drafter
@@ -168,8 +169,25 @@ def training_step_parts(target, device, reps: int = 4) -> None:
                         aux_layers=c.aux_layers)
     drafter = Eagle3Drafter(cfg, target.embed).to(device)
     drafter.set_vocab(torch.arange(8192, device=device))
+    import eyas.train.drafter as drafter_module
+
+    shipped = drafter_module.unrolled_attention
+
+    def before(q, keys, vals, causal):  # the unroll's attention before 2026-12-06: scores materialised
+        scale = q.shape[-1] ** -0.5
+        s0 = ((q @ keys[0].transpose(-1, -2)) * scale).masked_fill(~causal, float("-inf"))
+        own = [(q * kj).sum(-1, keepdim=True) * scale for kj in keys[1:]]
+        p = torch.softmax(torch.cat([s0] + own, -1).float(), -1).to(q.dtype)
+        T = q.shape[2]
+        a = p[..., :T] @ vals[0]
+        for j, vj in enumerate(vals[1:]):
+            a = a + p[..., T + j, None] * vj
+        return a
+
     rng = np.random.default_rng(3)
-    for rows, length in ((10, 2448), (80, 300)):
+    for (rows, length), label in [(shape, label) for _ in range(2) for shape in ((10, 2448), (80, 300))
+                                  for label in ("shipped", "before")]:
+        drafter_module.unrolled_attention = shipped if label == "shipped" else before
         ids = torch.as_tensor(rng.integers(3, c.vocab_size, size=(rows, length)), device=device)
         lm = torch.ones_like(ids, dtype=torch.bool)
         times = {"signals": 0.0, "unroll": 0.0, "backward": 0.0}
@@ -186,7 +204,7 @@ def training_step_parts(target, device, reps: int = 4) -> None:
             if r:  # the first is a warm-up
                 for k, dt in zip(times, (t1 - t0, t2 - t1, t3 - t2)):
                     times[k] += dt / reps
-        print(f"training step, {rows} x {length} tokens: " + ", ".join(f"{k} {1000 * v:.0f} ms" for k, v in times.items()),
+        print(f"training step ({label}), {rows} x {length} tokens: " + ", ".join(f"{k} {1000 * v:.0f} ms" for k, v in times.items()),
               flush=True)
 
 

@@ -8,7 +8,6 @@ and never saved.
 
 from __future__ import annotations
 
-import math
 from dataclasses import asdict, dataclass, field
 
 import torch
@@ -67,6 +66,19 @@ class DraftVocab:
     def draft_ids(self):
         """[Vd] target id of each draft index."""
         return self.d2t + torch.arange(self.cfg.draft_vocab_size, device=self.d2t.device)
+
+
+def unrolled_attention(q, keys, vals, causal):
+    """Attention of unrolled step k = len(keys) - 1. q: [B, nh, T, hd]; keys, vals: steps 0..k, each
+    [B, nh, T, hd]; causal: bool [T, T]. Query t attends the step-0 keys s <= t and, of each later step,
+    the key at t alone (the tree-inference pattern). One SDPA call over the steps' keys side by side with
+    that mask, so the [B, nh, T, T] scores are never materialised (they were most of a long sequence's
+    unroll and backward)."""
+    if len(keys) == 1:
+        return F.scaled_dot_product_attention(q, keys[0], vals[0], is_causal=True)
+    own = torch.eye(causal.shape[0], dtype=torch.bool, device=causal.device)
+    mask = torch.cat([causal] + [own] * (len(keys) - 1), 1)  # [T, (k + 1) T]
+    return F.scaled_dot_product_attention(q, torch.cat(keys, 2), torch.cat(vals, 2), attn_mask=mask)
 
 
 class Eagle3Drafter(DraftVocab, nn.Module):
@@ -149,7 +161,6 @@ class Eagle3Drafter(DraftVocab, nn.Module):
         c = self.cfg
         B, T = ids.shape
         rep = c.num_heads // c.num_kv_heads
-        scale = 1.0 / math.sqrt(c.head_dim)
         base = torch.arange(T, device=ids.device)
         causal = base[None, :] <= base[:, None]  # [T, T] query t sees key s <= t
         g = aux
@@ -158,23 +169,9 @@ class Eagle3Drafter(DraftVocab, nn.Module):
             ids_k = F.pad(ids[:, 1 + k:], (0, 1 + k), value=0)  # token x_{t+1+k}
             pos = (base + k).expand(B, T)
             g, q, kk, vv = self.project(g, ids_k, pos)
-            q = q.transpose(1, 2)  # [B, nh, T, hd]
-            kk = kk.transpose(1, 2).repeat_interleave(rep, 1)
-            vv = vv.transpose(1, 2).repeat_interleave(rep, 1)
-            if k == 0:
-                s0 = (q @ kk.transpose(-1, -2)) * scale
-                s0 = s0.masked_fill(~causal, float("-inf"))
-                p = torch.softmax(s0.float(), -1).to(q.dtype)
-                a = p @ vv
-                keys.append(kk), vals.append(vv)
-            else:
-                keys.append(kk), vals.append(vv)
-                s0 = ((q @ keys[0].transpose(-1, -2)) * scale).masked_fill(~causal, float("-inf"))
-                sd = torch.stack([(q * kj).sum(-1) * scale for kj in keys[1:]], -1)  # [B, nh, T, k]
-                p = torch.softmax(torch.cat((s0, sd), -1).float(), -1).to(q.dtype)
-                a = p[..., :T] @ vals[0]
-                for j, vj in enumerate(vals[1:]):
-                    a = a + p[..., T + j, None] * vj
+            keys.append(kk.transpose(1, 2).repeat_interleave(rep, 1))  # [B, nh, T, hd]
+            vals.append(vv.transpose(1, 2).repeat_interleave(rep, 1))
+            a = unrolled_attention(q.transpose(1, 2), keys, vals, causal)
             h, logits = self.finish(g, a.transpose(1, 2).reshape(B, T, -1))
             out.append(logits)
             g = h.detach() if detach else h
