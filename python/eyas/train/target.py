@@ -75,9 +75,8 @@ def grouped_attention(q, k, v, mask):
     [B or 1, 1, Hq / Hkv * T, S] from group_mask, True = may attend -> [B, Hq, T, D].
 
     Each kv head's query heads become rows of one SDPA head, so the memory-efficient kernel, the one
-    that takes a mask, runs on K and V as they are: with `enable_gqa` SDPA fell back to its math kernel,
-    which repeats K and V for every query head and materialises the scores (most of a bf16 decode step
-    of a 512-row batch at 2K-token prompts)."""
+    that takes a mask, runs on K and V as they are: with `enable_gqa` and a mask SDPA falls back to its
+    math kernel, which repeats K and V for every query head and materialises the scores."""
     B, Hq, T, D = q.shape
     Hkv = k.shape[1]
     a = F.scaled_dot_product_attention(q.reshape(B, Hkv, Hq // Hkv * T, D), k, v, attn_mask=mask)
