@@ -15,7 +15,7 @@ torch = pytest.importorskip("torch", reason="drafter training needs torch (pip i
 gguf = pytest.importorskip("gguf")
 
 from eyas.train.dataset import Sequences, choose_draft_vocab  # noqa: E402
-from eyas.train.drafter import DrafterConfig, Eagle3Drafter, unrolled_attention  # noqa: E402
+from eyas.train.drafter import DrafterConfig, Eagle3Drafter, unrolled_attention, unrolled_attention_reference  # noqa: E402,E501
 from eyas.train.evaluate import draft_trees, evaluate_sequences, replay  # noqa: E402
 from eyas.train.export import load_drafter, save_drafter  # noqa: E402
 from eyas.train.generate import generate_batch  # noqa: E402
@@ -139,20 +139,6 @@ def test_grouped_attention_equals_sdpa_gqa(B, Hq, Hkv, T, S):
     torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
 
 
-def _unroll_attention_by_hand(q, keys, vals, causal):
-    # Step k's attention written out: scores over the step-0 keys <= t and each later step's key at t,
-    # one float32 softmax over both, then the weighted values.
-    scale = q.shape[-1] ** -0.5
-    s0 = ((q @ keys[0].transpose(-1, -2)) * scale).masked_fill(~causal, float("-inf"))
-    own = [(q * kj).sum(-1, keepdim=True) * scale for kj in keys[1:]]
-    p = torch.softmax(torch.cat([s0] + own, -1).float(), -1).to(q.dtype)
-    T = q.shape[2]
-    a = p[..., :T] @ vals[0]
-    for j, vj in enumerate(vals[1:]):
-        a = a + p[..., T + j, None] * vj
-    return a
-
-
 @pytest.mark.parametrize("steps", [1, 2, 4])
 def test_unrolled_attention_equals_the_written_out_pattern(steps):
     g = torch.Generator().manual_seed(steps)
@@ -161,7 +147,7 @@ def test_unrolled_attention_equals_the_written_out_pattern(steps):
     leaves = [torch.randn(2, 4, T, 8, generator=g, requires_grad=True) for _ in range(1 + 2 * steps)]
     q, keys, vals = leaves[0], leaves[1:1 + steps], leaves[1 + steps:]
     got = unrolled_attention(q, keys, vals, causal)
-    want = _unroll_attention_by_hand(q, keys, vals, causal)
+    want = unrolled_attention_reference(q, keys, vals, causal)
     torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
     w = torch.randn(got.shape, generator=g)
     grads_got = torch.autograd.grad((got * w).sum(), leaves)

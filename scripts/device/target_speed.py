@@ -173,21 +173,11 @@ def training_step_parts(target, device, reps: int = 4) -> None:
 
     shipped = drafter_module.unrolled_attention
 
-    def before(q, keys, vals, causal):  # the unroll's attention before 2026-12-06: scores materialised
-        scale = q.shape[-1] ** -0.5
-        s0 = ((q @ keys[0].transpose(-1, -2)) * scale).masked_fill(~causal, float("-inf"))
-        own = [(q * kj).sum(-1, keepdim=True) * scale for kj in keys[1:]]
-        p = torch.softmax(torch.cat([s0] + own, -1).float(), -1).to(q.dtype)
-        T = q.shape[2]
-        a = p[..., :T] @ vals[0]
-        for j, vj in enumerate(vals[1:]):
-            a = a + p[..., T + j, None] * vj
-        return a
-
     rng = np.random.default_rng(3)
     for (rows, length), label in [(shape, label) for _ in range(2) for shape in ((10, 2448), (80, 300))
                                   for label in ("shipped", "before")]:
-        drafter_module.unrolled_attention = shipped if label == "shipped" else before
+        reference = drafter_module.unrolled_attention_reference  # the unroll's attention before 2026-12-06
+        drafter_module.unrolled_attention = shipped if label == "shipped" else reference
         ids = torch.as_tensor(rng.integers(3, c.vocab_size, size=(rows, length)), device=device)
         lm = torch.ones_like(ids, dtype=torch.bool)
         times = {"signals": 0.0, "unroll": 0.0, "backward": 0.0}
@@ -204,7 +194,8 @@ def training_step_parts(target, device, reps: int = 4) -> None:
             if r:  # the first is a warm-up
                 for k, dt in zip(times, (t1 - t0, t2 - t1, t3 - t2)):
                     times[k] += dt / reps
-        print(f"training step ({label}), {rows} x {length} tokens: " + ", ".join(f"{k} {1000 * v:.0f} ms" for k, v in times.items()),
+        parts = ", ".join(f"{k} {1000 * v:.0f} ms" for k, v in times.items())
+        print(f"training step ({label}), {rows} x {length} tokens: {parts}",
               flush=True)
 
 

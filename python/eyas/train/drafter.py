@@ -81,6 +81,21 @@ def unrolled_attention(q, keys, vals, causal):
     return F.scaled_dot_product_attention(q, torch.cat(keys, 2), torch.cat(vals, 2), attn_mask=mask)
 
 
+def unrolled_attention_reference(q, keys, vals, causal):
+    """unrolled_attention written out, as the unroll computed it before: the scores over the step-0 keys
+    <= t and each later step's key at t, one float32 softmax over both, then the weighted values. The
+    reference its tests and `scripts/device/target_speed.py --training-step` compare with."""
+    scale = q.shape[-1] ** -0.5
+    s0 = ((q @ keys[0].transpose(-1, -2)) * scale).masked_fill(~causal, float("-inf"))
+    own = [(q * kj).sum(-1, keepdim=True) * scale for kj in keys[1:]]
+    p = torch.softmax(torch.cat([s0] + own, -1).float(), -1).to(q.dtype)
+    T = q.shape[2]
+    a = p[..., :T] @ vals[0]
+    for j, vj in enumerate(vals[1:]):
+        a = a + p[..., T + j, None] * vj
+    return a
+
+
 class Eagle3Drafter(DraftVocab, nn.Module):
     def __init__(self, cfg: DrafterConfig, embed: torch.Tensor):
         super().__init__()
