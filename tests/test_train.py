@@ -7,6 +7,7 @@ tree simulation vs a node-by-node EAGLE-2 reference, and the draft-vocab maps.
 
 import json
 import math
+import types
 
 import numpy as np
 import pytest
@@ -18,7 +19,7 @@ from eyas.train.dataset import Sequences, choose_draft_vocab  # noqa: E402
 from eyas.train.drafter import DrafterConfig, Eagle3Drafter, unrolled_attention, unrolled_attention_reference  # noqa: E402,E501
 from eyas.train.evaluate import draft_trees, evaluate_sequences, replay  # noqa: E402
 from eyas.train.export import load_drafter, save_drafter  # noqa: E402
-from eyas.train.generate import generate_batch  # noqa: E402
+from eyas.train.generate import generate_batch, graph_friendly  # noqa: E402
 from eyas.train.target import TorchTarget, group_mask, grouped_attention  # noqa: E402
 from eyas.train.trainer import TrainArgs, target_signals, train, ttt_loss, collate  # noqa: E402
 
@@ -154,6 +155,14 @@ def test_unrolled_attention_equals_the_written_out_pattern(steps):
     grads_want = torch.autograd.grad((want * w).sum(), leaves)
     for a, b in zip(grads_got, grads_want):
         torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
+
+
+def test_graph_friendly_targets(target):
+    # Captured decode steps only where a step never waits for the host: not with recurrent layers
+    # (state carried in Python) nor MoE FFNs (experts picked on the host).
+    assert graph_friendly(target)
+    for mixers, ffns in ((["attention", "gdn"], ["dense_ffn"] * 2), (["attention"], ["moe_ffn"])):
+        assert not graph_friendly(types.SimpleNamespace(mixers=mixers, ffn_kinds=ffns))
 
 
 def test_static_cache_pos_takes_one_token(target):

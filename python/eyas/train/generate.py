@@ -29,6 +29,13 @@ def _sample(logits, temps, top_p, gen, candidates=256):
     return torch.where(temps > 0, sampled, greedy)
 
 
+def graph_friendly(model) -> bool:
+    """Whether a decode step of `model` keeps the same shapes and never waits for the GPU, as a captured
+    graph needs: not with Gated DeltaNet layers (their state is carried on the host side) or MoE FFNs
+    (their experts are chosen on the host)."""
+    return "gdn" not in model.mixers and "moe_ffn" not in model.ffn_kinds
+
+
 class StaticStep:
     """One decode step of a batch with the same shapes every step: the cache slot and positions are
     device tensors and attention reads all of the cache, masked (TorchTarget.forward with a tensor
@@ -84,7 +91,7 @@ def generate_batch(model, prompts, max_new, temps=None, top_p=0.95, seed=0, dtyp
     [B, heads, chunk, S] instead of [B, heads, P, P]).
     stop_ids: the ids a row stops at (default the target's end-of-sequence ids; self-written
     prompts also stop at the template's end-of-turn token).
-    static: decode steps through `StaticStep` (default: on CUDA, for attention-only targets).
+    static: decode steps through `StaticStep` (default: on CUDA, for targets `graph_friendly` accepts).
     """
     c = model.cfg
     dev = model.embed.device
@@ -108,7 +115,7 @@ def generate_batch(model, prompts, max_new, temps=None, top_p=0.95, seed=0, dtyp
     done = torch.zeros(B, dtype=torch.bool, device=dev)
     lens = torch.full((B,), max_new, dtype=torch.long, device=dev)
     if static is None:
-        static = dev.type == "cuda" and "gdn" not in model.mixers
+        static = dev.type == "cuda" and graph_friendly(model)
     step_logits = StaticStep(model, key_mask, kv) if static else None
     logits = model.logits(final[:, -1])
     for step in range(max_new):
