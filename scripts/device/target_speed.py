@@ -153,7 +153,7 @@ def same_tokens(target, n: int = 64, new: int = 64) -> str:
     return f"{rows} of {n} rows whole; tokens before the first difference {sum(first)} of {sum(len(x) for x in a)}"
 
 
-def training_step_parts(target, device, reps: int = 4) -> None:
+def training_step_parts(target, device, amp_dtype: str, reps: int = 4) -> None:
     """Time one EAGLE-3 training step's parts on random data: the target's signals (forward, soft labels)
     and the drafter's 7-step unroll with its backward, for long and short sequences, with the unroll's
     attention as shipped and as before 2026-12-06, in two alternating rounds."""
@@ -174,15 +174,16 @@ def training_step_parts(target, device, reps: int = 4) -> None:
     shipped = drafter_module.unrolled_attention
 
     rng = np.random.default_rng(3)
-    for (rows, length), label in [(shape, label) for _ in range(2) for shape in ((10, 2448), (80, 300))
-                                  for label in ("shipped", "before")]:
+    shapes = ((10, 2448), (80, 300))
+    batches = {s: torch.as_tensor(rng.integers(3, c.vocab_size, size=s), device=device) for s in shapes}
+    for (rows, length), label in [(s, label) for _ in range(2) for s in shapes for label in ("shipped", "before")]:
         reference = drafter_module.unrolled_attention_reference  # the unroll's attention before 2026-12-06
         drafter_module.unrolled_attention = shipped if label == "shipped" else reference
-        ids = torch.as_tensor(rng.integers(3, c.vocab_size, size=(rows, length)), device=device)
+        ids = batches[(rows, length)]  # the same batch and weights for both: their losses compare
         lm = torch.ones_like(ids, dtype=torch.bool)
         times = {"signals": 0.0, "unroll": 0.0, "backward": 0.0}
         for r in range(reps + 1):
-            with torch.autocast("cuda", dtype=torch.bfloat16):
+            with torch.autocast("cuda", dtype=getattr(torch, amp_dtype)):
                 torch.cuda.synchronize(); t0 = time.time()
                 aux, p, mask = target_signals(target, drafter, ids, lm)
                 torch.cuda.synchronize(); t1 = time.time()
@@ -195,7 +196,7 @@ def training_step_parts(target, device, reps: int = 4) -> None:
                 for k, dt in zip(times, (t1 - t0, t2 - t1, t3 - t2)):
                     times[k] += dt / reps
         parts = ", ".join(f"{k} {1000 * v:.0f} ms" for k, v in times.items())
-        print(f"training step ({label}), {rows} x {length} tokens: {parts}",
+        print(f"training step ({label}, {amp_dtype}), {rows} x {length} tokens: {parts}; loss {float(loss):.6f}",
               flush=True)
 
 
@@ -211,6 +212,8 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--rounds", type=int, default=2, help="alternating rounds of the variants")
     ap.add_argument("--training-step", action="store_true", help="time a training step's parts and exit")
+    ap.add_argument("--amp-dtype", default="bfloat16", choices=("bfloat16", "float16"),
+                    help="autocast type of --training-step (the stage scripts train with float16)")
     ap.add_argument("--variants", default="shipped,before", help="shipped, before, matmul (decode attention by matmuls)")
     a = ap.parse_args()
     if a.write_spec:
@@ -224,7 +227,7 @@ def main() -> None:
     print(torch.__version__, torch.cuda.get_device_name(), flush=True)
     shipped = {k: getattr(target_module, k) for k in ("F", "group_mask", "grouped_attention")}
     if a.training_step:
-        return training_step_parts(target, device)
+        return training_step_parts(target, device, a.amp_dtype)
     print("greedy tokens equal to eager decode steps:", same_tokens(target), flush=True)
     # "before": eager decode steps and SDPA's GQA option (the code before 2026-12-06); "shipped": graphs, grouped rows
     for r in range(a.rounds):
