@@ -45,8 +45,7 @@ def write_spec(path: str, model: str | None) -> None:
 def build_target(path: str, device):
     import torch
 
-    from eyas.train.target import TargetConfig, TorchTarget
-    from eyas.drafters.eagle3 import default_aux_layers
+    from eyas.train.target import TorchTarget
 
     d = json.load(open(path))
     spec = dict(d["spec"], rope_inv_freq=np.asarray(d["spec"]["rope_inv_freq"], np.float32))
@@ -55,14 +54,11 @@ def build_target(path: str, device):
     for name, shape in d["shapes"].items():  # F32 entries (type 0), scaled as a trained model's roughly are
         w = (rng.standard_normal(shape, dtype=np.float32) / np.sqrt(shape[-1])).astype(np.float32)
         weights[name] = (np.ones(shape, np.float32) if name.endswith("norm") else w, 0, shape)
-    s = spec
-    cfg = TargetConfig(vocab_size=s["vocab_size"], hidden_size=s["hidden_size"], intermediate_size=s["intermediate_size"],
-                       num_layers=s["num_layers"], num_heads=s["num_heads"], num_kv_heads=s["num_kv_heads"],
-                       head_dim=s["head_dim"], rms_eps=float(s["rms_eps"]), rope_theta=d["rope_theta"],
-                       tied_embeddings=bool(s["tie_embeddings"]), eos_ids=d["eos_ids"],
-                       aux_layers=default_aux_layers(s["num_layers"]))
+    # What load_model returns, as far as TorchTarget.from_loaded reads it.
+    loaded = types.SimpleNamespace(spec=spec, weights=weights, rope_theta=d["rope_theta"],
+                                   tokenizer=types.SimpleNamespace(eos_ids=d["eos_ids"]))
     with torch.no_grad():
-        return TorchTarget(spec, weights, cfg).to(device).eval()
+        return TorchTarget.from_loaded(loaded).to(device).eval()
 
 
 def use_gqa_sdpa(module) -> None:

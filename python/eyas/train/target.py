@@ -161,7 +161,7 @@ class TorchTarget(torch.nn.Module):
         group = c.num_heads // c.num_kv_heads
         causal_only = kv is None and key_mask is None
         grouped = not causal_only and T == 1
-        attn_mask = group_mask(mask, group) if grouped else mask
+        attn_mask = None if causal_only else group_mask(mask, group) if grouped else mask
         cos, sin = rope_tables(pos, self.rope_inv_freq)
         if kv is not None and not static and start == 0:
             self._gdn_cache = {}
@@ -207,8 +207,8 @@ class TorchTarget(torch.nn.Module):
             if grouped:
                 a = grouped_attention(q, k, v, attn_mask)
             else:
-                a = F.scaled_dot_product_attention(q, k, v, attn_mask=None if causal_only else attn_mask,
-                                                   is_causal=causal_only, enable_gqa=group > 1)
+                a = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, is_causal=causal_only,
+                                                   enable_gqa=group > 1)
             a = a.transpose(1, 2).reshape(B, T, c.num_heads * c.head_dim)
             if kv is not None:  # back to the residual's dtype (the training forward, no cache, never left it)
                 a = a.to(x.dtype)
