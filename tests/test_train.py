@@ -210,6 +210,16 @@ def test_training_lowers_loss(tmp_path, target, data, hass):
     assert all(torch.equal(a, b) for a, b in zip(fresh.state_dict().values(), d.state_dict().values()))
 
 
+def test_training_log_records(tmp_path, target, data):
+    """Each log record names its step and losses; the allocator fields appear on CUDA only."""
+    args = TrainArgs(steps_ttt=2, epochs=1, tokens_per_batch=256, max_len=64, ckpt_every=1000, log_every=1)
+    logs = []
+    train(target, _drafter(target, data), data, str(tmp_path), args, torch.device("cpu"), log=logs.append)
+    records = [json.loads(m) for m in logs if m.startswith("{")]
+    assert records and [r["step"] for r in records] == list(range(1, len(records) + 1))
+    assert all(set(r) == {"step", "of", "min", "lr", "loss0", "acc"} and len(r["acc"]) == 2 for r in records)
+
+
 def test_export_roundtrip_and_layout(tmp_path, target, data):
     from safetensors.numpy import load_file
 

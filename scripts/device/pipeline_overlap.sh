@@ -69,6 +69,10 @@ for x in $W/extra/*.tar.xz; do
   d=${x%.tar.xz}; mkdir -p $d && xz -dc $x | tar -C $d -x && EXTRA="$EXTRA $(ls $d/*.npz | tr '\n' ' ')"
 done
 echo "earlier stages' data: ${EXTRA:-none}"
+# Stage 10's first epoch ran at 1.4 steps/s and the rest at 5.6 (each batch shape is new in the first
+# epoch): expandable segments let the allocator grow for new shapes instead of freeing its cache and
+# retrying; the train logs' alloc_retries tell whether that was the cause.
+PYTORCH_CUDA_ALLOC_CONF=${PYTORCH_CUDA_ALLOC_CONF:-expandable_segments:True} \
 $R train --gguf $G --data $W/data.npz $W/data_self.npz $EXTRA --draft-vocab 8192 --tokens-per-batch ${TOKENS_PER_BATCH:-24576} \
   --max-len ${MAX_LEN:-2560} --lr ${LR:-2e-4} --epochs 50 --init-from $INIT --max-minutes $TM --ckpt-every 300 \
   --log-every 50 --dtype float16 $([ $METHOD = hass ] && echo --hass) --out $W/runs/$METHOD > $W/train_$METHOD.log 2>&1 \

@@ -120,6 +120,16 @@ def _lr_factor(progress, warmup):
     return 0.5 * (1 + math.cos(math.pi * q)) * 0.95 + 0.05
 
 
+def gpu_memory(device) -> dict:
+    """The CUDA allocator's peak reserved GiB and its retries so far (each retry frees the cached blocks
+    and synchronises: a run of new batch shapes near the memory limit pays one per step), {} off CUDA."""
+    if device.type != "cuda":
+        return {}
+    st = torch.cuda.memory_stats(device)
+    return {"reserved_gib": round(st.get("reserved_bytes.all.peak", 0) / 2**30, 1),
+            "alloc_retries": int(st.get("num_alloc_retries", 0))}
+
+
 def train(target, drafter, data: Sequences, out_dir, args: TrainArgs, device, log=print):
     """Train `drafter` in place; checkpoints to out_dir/ckpt.pt and resumes from it if present."""
     from tqdm import tqdm
@@ -177,9 +187,10 @@ def train(target, drafter, data: Sequences, out_dir, args: TrainArgs, device, lo
         if step % args.log_every == 0 or step == total_steps:
             L = np.mean([h[0][0] for h in hist]) if hist else 0
             A = [float(np.mean([h[1][k] for h in hist if len(h[1]) > k])) for k in range(args.steps_ttt)]
-            log(json.dumps({"step": step, "of": total_steps, "min": round((time.time() - t0) / 60, 2),
-                            "lr": round(opt.param_groups[0]["lr"], 7), "loss0": round(float(L), 4),
-                            "acc": [round(a, 3) for a in A]}))
+            rec = {"step": step, "of": total_steps, "min": round((time.time() - t0) / 60, 2),
+                   "lr": round(opt.param_groups[0]["lr"], 7), "loss0": round(float(L), 4),
+                   "acc": [round(a, 3) for a in A]}
+            log(json.dumps(rec | gpu_memory(device)))
             hist = []
         if step % args.ckpt_every == 0:
             torch.save({"drafter": drafter.state_dict(), "opt": opt.state_dict(), "step": step,
