@@ -59,22 +59,31 @@ P_EV=$!
 wait $P_REAL || fail "real-text responses"
 echo "real-text data done at $(( $(date +%s) - T0 )) s"
 
-LEFT=$(( END_S - ($(date +%s) - T0) - EVAL_RESERVE_S - 25 ))  # 25 s: the run's start (imports, target, data)
-TM=$(python3 -c "print(round(max(0.5, min($TRAIN_MIN, $LEFT / 60)), 2))")
-[ "${DRY:-0}" = 1 ] && TM=$TRAIN_MIN
-echo "training for $TM min (from $(( $(date +%s) - T0 )) s)"
 EXTRA=  # earlier stages' sequences (pack_carry.sh EXTRA_DATA), trained on beside this stage's
 for x in $W/extra/*.tar.xz; do
   [ -f "$x" ] || continue
   d=${x%.tar.xz}; mkdir -p $d && xz -dc $x | tar -C $d -x && EXTRA="$EXTRA $(ls $d/*.npz | tr '\n' ' ')"
 done
 echo "earlier stages' data: ${EXTRA:-none}"
+# DRAFT_VOCAB=N: INIT moved onto the N most frequent assistant tokens of this data first (`transplant`,
+# mapped rows for new tokens), and training continues from there; unset keeps INIT's vocabulary.
+TRAIN_INIT=$INIT
+if [ -n "${DRAFT_VOCAB:-}" ]; then
+  $R transplant --gguf $G --drafter $INIT --data $W/data.npz $W/data_self.npz $EXTRA --draft-vocab $DRAFT_VOCAB \
+    --init mapped --out $W/runs/transplant --log $W/transplant.log > $W/transplant.out 2>&1 || fail "transplant"
+  TRAIN_INIT=$W/runs/transplant
+  echo "transplanted onto $DRAFT_VOCAB draft tokens at $(( $(date +%s) - T0 )) s"
+fi
+LEFT=$(( END_S - ($(date +%s) - T0) - EVAL_RESERVE_S - 25 ))  # 25 s: the run's start (imports, target, data)
+TM=$(python3 -c "print(round(max(0.5, min($TRAIN_MIN, $LEFT / 60)), 2))")
+[ "${DRY:-0}" = 1 ] && TM=$TRAIN_MIN
+echo "training for $TM min (from $(( $(date +%s) - T0 )) s)"
 # Stage 10's first epoch ran at 1.4 steps/s and the rest at 5.6 (each batch shape is new in the first
 # epoch): expandable segments let the allocator grow for new shapes instead of freeing its cache and
 # retrying; the train logs' alloc_retries tell whether that was the cause.
 PYTORCH_CUDA_ALLOC_CONF=${PYTORCH_CUDA_ALLOC_CONF:-expandable_segments:True} \
-$R train --gguf $G --data $W/data.npz $W/data_self.npz $EXTRA --draft-vocab 8192 --tokens-per-batch ${TOKENS_PER_BATCH:-24576} \
-  --max-len ${MAX_LEN:-2560} --lr ${LR:-2e-4} --epochs 50 --init-from $INIT --max-minutes $TM --ckpt-every 300 \
+$R train --gguf $G --data $W/data.npz $W/data_self.npz $EXTRA --draft-vocab ${DRAFT_VOCAB:-8192} --tokens-per-batch ${TOKENS_PER_BATCH:-24576} \
+  --max-len ${MAX_LEN:-2560} --lr ${LR:-2e-4} --epochs 50 --init-from $TRAIN_INIT --max-minutes $TM --ckpt-every 300 \
   --log-every 50 --dtype float16 $([ $METHOD = hass ] && echo --hass) --out $W/runs/$METHOD > $W/train_$METHOD.log 2>&1 \
   || fail "training"
 tail -n 3 $W/train_$METHOD.log
