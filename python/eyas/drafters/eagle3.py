@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from eyas.drafters.checkpoint import Tensor, fail, read_checkpoint
+from eyas.loaders.safetensors_mmap import BLOCK_TYPES
 from eyas.models.common import bounded, config_reader, rope_inv_freq
 
 # Checkpoint name (after the layer prefix) -> canonical drafter tensor name.
@@ -207,8 +208,9 @@ WEIGHT_TYPES = ("q8_0", "f32", "keep")
 
 def convert_matrix(t: Tensor, weight_type: str) -> tuple:
     """Runtime weight of a checkpoint matrix. The CPU matmul has fast paths for Q8_0 and F32 but
-    not for F16, so half-precision drafters are converted at load (only acceptance can change)."""
-    if weight_type == "keep" or (weight_type == "f32" and t.dtype == "F32") or (weight_type == "q8_0" and t.dtype == "Q8_0"):
+    not for F16, so half-precision drafters are converted at load (only acceptance can change); a matrix
+    packed in blocks (`eyas train-drafter pack --type`) runs as stored under "q8_0", the default."""
+    if weight_type == "keep" or (weight_type == "f32" and t.dtype == "F32") or (weight_type == "q8_0" and t.dtype in BLOCK_TYPES):
         return t.weight()
     w = t.numpy().astype(np.float32, copy=False)
     if weight_type == "q8_0" and w.shape[-1] % 32 == 0:

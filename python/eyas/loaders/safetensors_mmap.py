@@ -13,18 +13,25 @@ from pathlib import Path
 
 import numpy as np
 
-from eyas.loaders.dtypes import BF16, F16, F32, GGMLType
+from eyas.loaders.dtypes import BF16, F16, F32, GGML_QUANT_SIZES, GGMLType
 
-# Header metadata key under which a file lists the tensors stored as GGML Q8_0 blocks (U8 bytes):
-# a JSON object {name: logical [rows, cols]}. eyas writes its bundled drafters so (halving their bytes);
-# the CPU runs drafters as Q8_0 anyway, so nothing is lost that loading would not lose.
-Q8_0_KEY = "eyas.q8_0"
+# Header metadata keys under which a file lists the tensors stored as GGML blocks (U8 bytes), one key
+# per block type ("eyas.q8_0", "eyas.q4_0", ...): a JSON object {name: logical [rows, cols]}. eyas packs its
+# bundled drafters so (`eyas train-drafter pack`): the runtime reads the blocks as they are.
+BLOCK_TYPES = ("Q8_0", "Q5_0", "Q4_1", "Q4_0")  # the types a drafter may be packed in
+
+
+def block_key(type_name: str) -> str:
+    return "eyas." + type_name.lower()
+
+
+Q8_0_KEY = block_key("Q8_0")
 Q8_0, Q8_0_BLOCK, Q8_0_BYTES = int(GGMLType.Q8_0), 32, 34  # elements / bytes per block
 
 # safetensors dtype name -> numpy dtype of its elements (BF16 as its raw 16-bit pattern).
 NUMPY = {"F64": np.float64, "F32": np.float32, "F16": np.float16, "BF16": np.uint16, "I64": np.int64, "I32": np.int32,
          "I16": np.int16, "I8": np.int8, "U8": np.uint8, "BOOL": np.bool_}
-_GGML = {"F32": F32, "F16": F16, "BF16": BF16, "Q8_0": Q8_0}
+_GGML = {"F32": F32, "F16": F16, "BF16": BF16, **{t: int(GGMLType[t]) for t in BLOCK_TYPES}}
 
 
 class Tensor:
@@ -34,11 +41,11 @@ class Tensor:
         self.raw, self.dtype, self.shape, self._op = raw, dtype, list(shape), op
 
     def numpy(self) -> np.ndarray:
-        """A float32 / integer / bool numpy array (copies for F16 / BF16 / F64 / Q8_0)."""
-        if self.dtype == "Q8_0":
+        """A float32 / integer / bool numpy array (copies for F16 / BF16 / F64 / block types)."""
+        if self.dtype in BLOCK_TYPES:
             from gguf import quants
 
-            return quants.dequantize(self.raw.reshape(self.shape[0], -1), GGMLType.Q8_0).reshape(self.shape)
+            return quants.dequantize(self.raw.reshape(self.shape[0], -1), GGMLType[self.dtype]).reshape(self.shape)
         if self.dtype == "BF16":
             return (self.raw.view(np.uint16).astype(np.uint32) << 16).view(np.float32).reshape(self.shape)
         arr = self.raw.view(NUMPY[self.dtype]).reshape(self.shape)
@@ -49,7 +56,7 @@ class Tensor:
         shape = list(self.shape)
         if self.dtype == "F32":
             return (self.raw.view(np.float32).reshape(shape), F32, shape)
-        if self.dtype in ("F16", "BF16", "Q8_0"):
+        if self.dtype in ("F16", "BF16", *BLOCK_TYPES):
             return (self.raw.reshape(shape[0] if len(shape) > 1 else 1, -1), _GGML[self.dtype], shape)
         if self.dtype == "F64":
             return (self.numpy(), F32, shape)
@@ -77,17 +84,18 @@ def read_tensors(path: str | Path, op: str = "safetensors") -> dict[str, Tensor]
     if not isinstance(header, dict):
         fail(f"header must be a JSON object, got {type(header).__name__}")
     base = 8 + n
-    q8 = _q8_0_shapes(header.get("__metadata__"), fail)
+    blocks = _block_shapes(header.get("__metadata__"), fail)
     out = {}
     for name, info in header.items():
         if name == "__metadata__":
             continue
         dtype, shape, (begin, end) = _entry(name, info, fail)
-        if name in q8:  # Q8_0 blocks stored as U8: checked against the logical shape, then typed so
-            rows, cols = q8[name]
-            if dtype != "U8" or end - begin != rows * (cols // Q8_0_BLOCK) * Q8_0_BYTES or base + end > size:
-                fail(f"tensor {name!r}: {dtype}{shape} is not Q8_0 data of [{rows}, {cols}]")
-            out[name] = Tensor(mm[base + begin : base + end], "Q8_0", [rows, cols], op)
+        if name in blocks:  # GGML blocks stored as U8: checked against the logical shape, then typed so
+            kind, rows, cols = blocks[name]
+            per, nbytes = GGML_QUANT_SIZES[GGMLType[kind]]
+            if dtype != "U8" or end - begin != rows * (cols // per) * nbytes or base + end > size:
+                fail(f"tensor {name!r}: {dtype}{shape} is not {kind} data of [{rows}, {cols}]")
+            out[name] = Tensor(mm[base + begin : base + end], kind, [rows, cols], op)
             continue
         if dtype not in NUMPY:
             fail(f"tensor {name!r} has unsupported dtype {dtype!r}")
@@ -103,42 +111,57 @@ def read_tensors(path: str | Path, op: str = "safetensors") -> dict[str, Tensor]
     return out
 
 
-def _q8_0_shapes(metadata, fail) -> dict[str, tuple[int, int]]:
-    """{name: (rows, cols)} of the tensors the header's metadata lists under Q8_0_KEY."""
-    if not isinstance(metadata, dict) or Q8_0_KEY not in metadata:
-        return {}
-    try:
-        listed = json.loads(metadata[Q8_0_KEY])
-    except (TypeError, ValueError) as e:
-        fail(f"metadata {Q8_0_KEY!r} is not a JSON object ({e})")
-    ok = isinstance(listed, dict) and all(
-        isinstance(v, list) and len(v) == 2 and all(_is_int(d) and d > 0 for d in v) and v[1] % Q8_0_BLOCK == 0
-        for v in listed.values())
-    if not ok:
-        fail(f"metadata {Q8_0_KEY!r} must map names to [rows, cols] with cols a multiple of {Q8_0_BLOCK}")
-    return {k: tuple(v) for k, v in listed.items()}
+def _block_shapes(metadata, fail) -> dict[str, tuple[str, int, int]]:
+    """{name: (block type, rows, cols)} of the tensors the header's metadata lists under a block key."""
+    out = {}
+    for kind in BLOCK_TYPES:
+        key = block_key(kind)
+        if not isinstance(metadata, dict) or key not in metadata:
+            continue
+        per = GGML_QUANT_SIZES[GGMLType[kind]][0]
+        try:
+            listed = json.loads(metadata[key])
+        except (TypeError, ValueError) as e:
+            fail(f"metadata {key!r} is not a JSON object ({e})")
+        ok = isinstance(listed, dict) and all(
+            isinstance(v, list) and len(v) == 2 and all(_is_int(d) and d > 0 for d in v) and v[1] % per == 0
+            for v in listed.values())
+        if not ok:
+            fail(f"metadata {key!r} must map names to [rows, cols] with cols a multiple of {per}")
+        for name, (rows, cols) in listed.items():
+            if name in out:
+                fail(f"tensor {name!r} is listed under two block types ({out[name][0]} and {kind})")
+            out[name] = (kind, rows, cols)
+    return out
 
 
-def write_q8_0(src: str | Path, dst: str | Path) -> dict[str, str]:
-    """Rewrite a safetensors file with every float matrix (2-D, columns a multiple of 32) as Q8_0
-    blocks; vectors, integer and bool tensors stay as they are. Returns {name: stored dtype}."""
+def write_blocks(src: str | Path, dst: str | Path, kind: str = "Q8_0") -> dict[str, str]:
+    """Rewrite a safetensors file with every float matrix (2-D, columns a multiple of 32) as GGML blocks
+    of `kind` (one of BLOCK_TYPES); matrices already stored in `kind` stay as they are, those in another
+    block type are dequantized and quantized again (a second rounding); vectors, integer and bool tensors
+    pass through. Returns {name: stored dtype}."""
     from gguf import quants
     from safetensors.numpy import save_file
 
+    if kind not in BLOCK_TYPES:
+        raise ValueError(f"[safetensors] block type must be one of {BLOCK_TYPES}, got {kind!r}")
+    per = GGML_QUANT_SIZES[GGMLType[kind]][0]
     tensors, shapes, stored = {}, {}, {}
     for name, t in read_tensors(src).items():
-        if t.dtype == "Q8_0":  # already packed
-            tensors[name], shapes[name], stored[name] = np.ascontiguousarray(t.weight()[0]), list(t.shape), "Q8_0"
-        elif t.dtype in ("F32", "F16", "BF16", "F64") and len(t.shape) == 2 and t.shape[1] % Q8_0_BLOCK == 0:
-            tensors[name] = np.ascontiguousarray(quants.quantize(t.numpy().astype(np.float32), GGMLType.Q8_0))
-            shapes[name] = list(t.shape)
-            stored[name] = "Q8_0"
+        if t.dtype == kind:  # already packed so
+            tensors[name], stored[name] = np.ascontiguousarray(t.weight()[0]), kind
+            shapes.setdefault(kind, {})[name] = list(t.shape)
+        elif t.dtype in ("F32", "F16", "BF16", "F64", *BLOCK_TYPES) and len(t.shape) == 2 and t.shape[1] % per == 0:
+            tensors[name] = np.ascontiguousarray(quants.quantize(t.numpy().astype(np.float32), GGMLType[kind]))
+            shapes.setdefault(kind, {})[name] = list(t.shape)
+            stored[name] = kind
         elif t.dtype == "F16":  # kept in half precision (numpy() would widen it)
             tensors[name], stored[name] = np.ascontiguousarray(t.raw.view(np.float16).reshape(t.shape)), "F16"
         else:  # BF16 and F64 vectors become F32 (numpy() widens / narrows them), the rest stay as they are
             tensors[name] = np.ascontiguousarray(t.numpy())
             stored[name] = "F32" if t.dtype in ("BF16", "F64") else t.dtype
-    save_file(tensors, str(dst), metadata={"format": "np", Q8_0_KEY: json.dumps(shapes)})
+    metadata = {"format": "np", **{block_key(k): json.dumps(v) for k, v in shapes.items()}}
+    save_file(tensors, str(dst), metadata=metadata)
     return stored
 
 

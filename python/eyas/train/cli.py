@@ -336,11 +336,11 @@ def cmd_eval(a):
 
 
 def cmd_pack(a):
-    """An exported drafter folder with its matrices stored as Q8_0 blocks (the bundled drafters' form)."""
+    """An exported drafter folder with its matrices stored as GGML blocks of `--type` (the bundled drafters' form)."""
     import shutil
     from pathlib import Path
 
-    from eyas.loaders.safetensors_mmap import write_q8_0
+    from eyas.loaders.safetensors_mmap import write_blocks
 
     src, dst = Path(a.src), Path(a.out)
     files = sorted(src.glob("*.safetensors"))
@@ -351,9 +351,10 @@ def cmd_pack(a):
     dst.mkdir(parents=True, exist_ok=True)
     shutil.copy(src / "config.json", dst / "config.json")
     for f in files:
-        stored = write_q8_0(f, dst / f.name)
+        kind = a.type.upper()
+        stored = write_blocks(f, dst / f.name, kind)
         before, after = f.stat().st_size, (dst / f.name).stat().st_size
-        _log(f"[train] {f.name}: {sum(v == 'Q8_0' for v in stored.values())} matrices as Q8_0, "
+        _log(f"[train] {f.name}: {sum(v == kind for v in stored.values())} matrices as {kind}, "
              f"{before / 2**20:.1f} -> {after / 2**20:.1f} MiB")
 
 
@@ -361,6 +362,8 @@ TARGET_HELP = "the target model: a .gguf file or a Hugging Face folder (anything
 
 
 def add_arguments(p: argparse.ArgumentParser):
+    from eyas.loaders.safetensors_mmap import BLOCK_TYPES
+
     sub = p.add_subparsers(dest="train_cmd", required=True)
     s = sub.add_parser("prompts", help="build training prompts and held-out eval splits (offline sources)")
     s.add_argument("--out", required=True)
@@ -451,10 +454,13 @@ def add_arguments(p: argparse.ArgumentParser):
     s.add_argument("--log")
     s.set_defaults(func=cmd_transplant)
 
-    s = sub.add_parser("pack", help="store an exported drafter's matrices as Q8_0 blocks (about half the bytes; "
-                                    "the CPU runs drafters as Q8_0 anyway)")
+    s = sub.add_parser("pack", help="store an exported drafter's matrices as GGML blocks, which the engine runs as "
+                                    "stored (Q8_0: about half the bytes of half precision, and what the CPU "
+                                    "converts an unpacked drafter to; 4-bit types: a quarter, cheaper drafts)")
     s.add_argument("src", help="exported drafter folder (config.json + model.safetensors)")
     s.add_argument("--out", required=True, help="new folder")
+    s.add_argument("--type", default="q8_0", choices=[t.lower() for t in BLOCK_TYPES],
+                   help="block type of the matrices (default q8_0)")
     s.set_defaults(func=cmd_pack)
     s = sub.add_parser("eval", help="mean accepted length on prompt splits (exact greedy tree simulation; "
                                     "Hydra drafters: chains, --top-k 1)")
