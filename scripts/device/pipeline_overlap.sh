@@ -54,8 +54,10 @@ P_REAL=$!
     --greedy-frac 0.5 --temperature 0.7 --max-minutes ${SELF_GEN_MIN:-2} --log $W/gen.log; } > $W/gen_self.out 2>&1
 [ $? = 0 ] || fail "self-written requests"
 echo "self-written data done at $(( $(date +%s) - T0 )) s"
-evaluate $INIT init > $W/eval_init.out 2>&1 &
-P_EV=$!
+P_EV=
+# SKIP_EVAL=1: no simulation on the device (the engine's own measurement decides, on the CPU): the GPU
+# is left to generation and training, and the pipeline ends with the training.
+[ "${SKIP_EVAL:-0}" = 1 ] || { evaluate $INIT init > $W/eval_init.out 2>&1 & P_EV=$!; }
 wait $P_REAL || fail "real-text responses"
 echo "real-text data done at $(( $(date +%s) - T0 )) s"
 
