@@ -2,7 +2,7 @@
 # For each prompt: plain greedy decoding records p(top-1) of every generated token; a chain:1 speculative
 # run of the same length then records, per round, whether its one drafted token was accepted. Greedy
 # output is the same in both, so round r's draft predicts a known position. From the repository root:
-#   python docs/results/chat-acceptance-2026-12-06/first_draft_by_confidence.py FILE.jsonl N MAX_TOKENS
+#   python docs/results/chat-acceptance-2026-12-06/first_draft_by_confidence.py FILE.jsonl N MAX_TOKENS [DRAFTER]
 import json
 import sys
 
@@ -14,7 +14,7 @@ from eyas import generation
 from eyas.sampling import SamplingParams
 
 path, n, max_tokens = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-m = eyas.load(None, threads=2)
+m = eyas.load(None, drafter=sys.argv[4] if len(sys.argv) > 4 else "default", threads=2)
 vocab = set(int(x) for x in m.proposer.drafter.d2t)
 rounds = []  # accepted drafted tokens of each chain:1 round, in order
 accept = generator.accept
