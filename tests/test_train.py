@@ -21,7 +21,7 @@ from eyas.train.evaluate import draft_trees, evaluate_sequences, replay  # noqa:
 from eyas.train.export import load_drafter, save_drafter  # noqa: E402
 from eyas.train.generate import generate_batch, graph_friendly  # noqa: E402
 from eyas.train.target import TorchTarget, group_mask, grouped_attention  # noqa: E402
-from eyas.train.trainer import TrainArgs, target_signals, train, ttt_loss, collate  # noqa: E402
+from eyas.train.trainer import TrainArgs, collate, make_batches, target_signals, train, ttt_loss  # noqa: E402
 
 V, H, FF, L, NH, NKV = 96, 64, 128, 8, 4, 2
 HD = H // NH
@@ -371,3 +371,24 @@ def test_eval_metrics_and_replay(target, data):
     # Root 10 accepts 2 -> next root 13, whose 5 is clipped to the 4 tokens left.
     acc, roots = replay(np.array([2, 0, 0, 5, 0, 0, 0]), 10, 18)
     assert roots == [10, 13] and acc == [2, 4]
+
+
+def test_batches_round_lengths_up_and_padding_leaves_the_loss(target, data):
+    """Lengths round up to pad_multiple (fewer distinct batch shapes); the padding is right padding that
+    no loss term reads, so a batch's loss terms equal those of the same rows unpadded."""
+    lengths = data.lengths()
+    batches = make_batches(lengths, 512, 64, np.random.default_rng(0), multiple=16)
+    assert sorted(i for b in batches for i in b) == [i for i in range(len(lengths)) if 3 <= lengths[i] <= 64]
+    for b in batches:
+        assert len(b) * int(-(-lengths[b].max() // 16) * 16) <= 512 or len(b) == 1
+        ids, lm = collate(data, b, torch.device("cpu"), multiple=16)
+        assert ids.shape[1] % 16 == 0 and ids.shape[1] - int(lengths[b].max()) < 16
+        assert not lm[:, int(lengths[b].max()):].any()
+    d = _drafter(target, data)
+    args = TrainArgs(steps_ttt=3)
+    rows = list(range(8))
+    ids, lm = collate(data, rows, torch.device("cpu"))
+    ids64, lm64 = collate(data, rows, torch.device("cpu"), multiple=64)
+    assert ids64.shape[1] == -(-ids.shape[1] // 64) * 64
+    np.testing.assert_allclose(ttt_loss_now(target, d, ids64, lm64, args), ttt_loss_now(target, d, ids, lm, args),
+                               rtol=1e-5)

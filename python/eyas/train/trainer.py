@@ -38,15 +38,21 @@ class TrainArgs:
     ckpt_every: int = 200
     seed: int = 0
     log_every: int = 20
+    # Batch lengths round up to a multiple of this. Stages 10 and 11 ran their first pass over ~600
+    # batches (each its own [rows, length] shape) at a quarter of the later passes' rate, with no
+    # allocator retries: fewer distinct shapes test whether first-seen shapes are the cost.
+    pad_multiple: int = 64
 
 
-def make_batches(lengths, tokens_per_batch, max_len, rng):
-    """Length-sorted batches (padded size <= tokens_per_batch), in shuffled order."""
+def make_batches(lengths, tokens_per_batch, max_len, rng, multiple=1):
+    """Length-sorted batches (padded size <= tokens_per_batch, lengths rounded up to `multiple`), in
+    shuffled order."""
     idx = np.argsort(lengths, kind="stable")
     idx = idx[(lengths[idx] >= 3) & (lengths[idx] <= max_len)]
+    padded = -(-lengths // multiple) * multiple
     batches, cur = [], []
     for i in idx:
-        if cur and (len(cur) + 1) * lengths[i] > tokens_per_batch:
+        if cur and (len(cur) + 1) * padded[i] > tokens_per_batch:
             batches.append(cur)
             cur = []
         cur.append(int(i))
@@ -56,10 +62,11 @@ def make_batches(lengths, tokens_per_batch, max_len, rng):
     return batches
 
 
-def collate(data: Sequences, rows, device):
-    """-> ids [B, T] (right-padded with 0), lm [B, T] bool (assistant token), valid [B, T] bool."""
+def collate(data: Sequences, rows, device, multiple=1):
+    """-> ids [B, T] (right-padded with 0 to T, the longest row rounded up to `multiple`), lm [B, T]
+    bool (assistant token)."""
     lens = [len(data.seq(i)) for i in rows]
-    T = max(lens)
+    T = -(-max(lens) // multiple) * multiple
     ids = np.zeros((len(rows), T), np.int64)
     lm = np.zeros((len(rows), T), bool)
     for b, i in enumerate(rows):
@@ -140,7 +147,7 @@ def train(target, drafter, data: Sequences, out_dir, args: TrainArgs, device, lo
     params = [p for p in drafter.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=args.lr, betas=(0.9, 0.95), weight_decay=0.0)
     lengths = data.lengths()
-    epoch_batches = make_batches(lengths, args.tokens_per_batch, args.max_len, rng)
+    epoch_batches = make_batches(lengths, args.tokens_per_batch, args.max_len, rng, args.pad_multiple)
     if not epoch_batches:
         raise ValueError("[train] no usable training sequences (all too short or longer than max_len)")
     total_steps = max(1, int(round(len(epoch_batches) * args.epochs)))
@@ -162,7 +169,7 @@ def train(target, drafter, data: Sequences, out_dir, args: TrainArgs, device, lo
     batches = []
     while step < total_steps:
         if not batches:
-            batches = make_batches(lengths, args.tokens_per_batch, args.max_len, rng)
+            batches = make_batches(lengths, args.tokens_per_batch, args.max_len, rng, args.pad_multiple)
         rows = batches.pop()
         elapsed = time.time() - t0
         progress = step / total_steps
@@ -173,7 +180,7 @@ def train(target, drafter, data: Sequences, out_dir, args: TrainArgs, device, lo
                 break
         for g in opt.param_groups:
             g["lr"] = args.lr * _lr_factor(progress, args.warmup)
-        ids, lm = collate(data, rows, device)
+        ids, lm = collate(data, rows, device, args.pad_multiple)
         with torch.autocast(device.type, dtype=torch.bfloat16, enabled=use_amp):
             aux, p, mask = target_signals(target, drafter, ids, lm)
             loss, losses, accs = ttt_loss(drafter, aux, ids, p, mask, args)
