@@ -147,3 +147,13 @@ def test_train_drafter_refuses_abbreviations_under_both_entry_points(capsys):
         with pytest.raises(SystemExit) as e:
             run(["pack", "x", "--out", "y", "--ou", "z"])  # allowed, --ou would be --out and pack would run
         assert e.value.code == 2 and "unrecognized arguments: --ou z" in capsys.readouterr().err
+
+
+def test_python_m_eyas_train_reports_bad_input_without_a_traceback(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-m", "eyas.train", "pack", str(tmp_path / "missing"), "--out", str(tmp_path / "o")],
+                       capture_output=True, text=True, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    assert r.returncode == 2 and "error: [train]" in r.stderr and "Traceback" not in r.stderr, r.stderr

@@ -1,5 +1,7 @@
-"""`python -m eyas.train ...` == `eyas train-drafter ...`."""
+"""`python -m eyas.train ...` == `eyas train-drafter ...`, bad input included: a message and exit status 2."""
 
-from eyas.train.cli import main
+import sys
 
-main()
+from eyas.cli import main
+
+sys.exit(main(["train-drafter", *sys.argv[1:]]))
