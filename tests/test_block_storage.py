@@ -12,7 +12,9 @@ import pytest
 
 from eyas.drafters.eagle3 import convert_matrix
 from eyas.loaders.dtypes import GGMLType
-from eyas.loaders.safetensors_mmap import BLOCK_TYPES, Q8_0, Q8_0_KEY, block_key, read_tensors, write_blocks
+from eyas.loaders.safetensors_mmap import BLOCK_TYPES, block_key, read_tensors, write_blocks
+
+Q8_0, Q8_0_KEY = int(GGMLType.Q8_0), block_key("Q8_0")
 
 
 def _write(path, tensors, metadata=None):

@@ -80,9 +80,8 @@ LEFT=$(( END_S - ($(date +%s) - T0) - EVAL_RESERVE_S - 25 ))  # 25 s: the run's 
 TM=$(python3 -c "print(round(max(0.5, min($TRAIN_MIN, $LEFT / 60)), 2))")
 [ "${DRY:-0}" = 1 ] && TM=$TRAIN_MIN
 echo "training for $TM min (from $(( $(date +%s) - T0 )) s)"
-# Stage 10's first epoch ran at 1.4 steps/s and the rest at 5.6 (each batch shape is new in the first
-# epoch): expandable segments let the allocator grow for new shapes instead of freeing its cache and
-# retrying; the train logs' alloc_retries tell whether that was the cause.
+# Expandable segments let the allocator grow for new batch shapes instead of freeing its cache and
+# retrying. They did not fix slow first epochs: stage 11's log shows no retries (alloc_retries 0).
 PYTORCH_CUDA_ALLOC_CONF=${PYTORCH_CUDA_ALLOC_CONF:-expandable_segments:True} \
 $R train --gguf $G --data $W/data.npz $W/data_self.npz $EXTRA --draft-vocab ${DRAFT_VOCAB:-8192} --tokens-per-batch ${TOKENS_PER_BATCH:-24576} \
   --max-len ${MAX_LEN:-2560} --lr ${LR:-2e-4} --epochs 50 --init-from $TRAIN_INIT --max-minutes $TM --ckpt-every 300 \

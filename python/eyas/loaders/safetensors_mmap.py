@@ -25,9 +25,6 @@ def block_key(type_name: str) -> str:
     return "eyas." + type_name.lower()
 
 
-Q8_0_KEY = block_key("Q8_0")
-Q8_0, Q8_0_BLOCK, Q8_0_BYTES = int(GGMLType.Q8_0), 32, 34  # elements / bytes per block
-
 # safetensors dtype name -> numpy dtype of its elements (BF16 as its raw 16-bit pattern).
 NUMPY = {"F64": np.float64, "F32": np.float32, "F16": np.float16, "BF16": np.uint16, "I64": np.int64, "I32": np.int32,
          "I16": np.int16, "I8": np.int8, "U8": np.uint8, "BOOL": np.bool_}
@@ -114,9 +111,11 @@ def read_tensors(path: str | Path, op: str = "safetensors") -> dict[str, Tensor]
 def _block_shapes(metadata, fail) -> dict[str, tuple[str, int, int]]:
     """{name: (block type, rows, cols)} of the tensors the header's metadata lists under a block key."""
     out = {}
+    if not isinstance(metadata, dict):
+        return out
     for kind in BLOCK_TYPES:
         key = block_key(kind)
-        if not isinstance(metadata, dict) or key not in metadata:
+        if key not in metadata:
             continue
         per = GGML_QUANT_SIZES[GGMLType[kind]][0]
         try:
