@@ -6,6 +6,7 @@
 #include "bindings/registry.h"
 #include "ops/cpu_controls.h"
 #include "ops/embedding.h"
+#include "ops/host_rows.h"
 #include "ops/matmul.h"
 
 // Accepts a _core.DType, a plain int (GGML type id) or a name such as "Q4_1".
@@ -83,6 +84,20 @@ EYAS_BINDINGS(ops_matmul) {
       },
       "w_bytes"_a, "w_type"_a, "w_shape"_a, "ids"_a, nb::kw_only(), "out"_a = nb::none(), "encoder"_a = nb::none(),
       "Rows w[ids] dequantized to float32[T, K]. ids: int32[T].");
+  ops.def(
+      "_quantize_q4_0",
+      [](bind::Array x) {
+        const char* op = "quantize_q4_0";
+        Tensor tx = bind::from_numpy(op, "x", x);
+        check_dtype(op, "x", tx, DType::F32);
+        check_ndim(op, "x", tx, 2);
+        if (tx.dim(1) % 32) fail(op, "rows must be a multiple of 32 elements, got " + tx.describe());
+        Tensor out = Tensor::empty(DType::Q4_0, {tx.dim(0), tx.dim(1)});
+        for (int64_t r = 0; r < tx.dim(0); ++r)
+          ops::quantize_row_q4_0_host(tx.data<float>() + r * tx.dim(1), tx.dim(1), const_cast<uint8_t*>(out.row_ptr(r)));
+        return bind::to_numpy(out);
+      },
+      "x"_a, "Test hook: float32[R, K] quantized to Q4_0 blocks as the draft head's coarse copy is (uint8 bytes).");
   ops.def(
       "_q4_pack",
       [](bind::Array w_bytes, nb::handle w_type, std::vector<int64_t> w_shape) {

@@ -35,6 +35,7 @@ speculative::DrafterSpec parse_spec(nb::dict d) {
   s.rms_eps = get<float>(d, "rms_eps");
   s.norm_before_residual = get<bool>(d, "norm_before_residual");
   s.norm_output = get<bool>(d, "norm_output");
+  if (d.contains("rescore_rows")) s.rescore_rows = get<int>(d, "rescore_rows");
   nb::object freq = nb::module_::import_("numpy").attr("ascontiguousarray")(d["rope_inv_freq"], "float32");
   bind::Array fa;
   if (!nb::try_cast<bind::Array>(freq, fa) || fa.ndim() != 1) fail(kOp, "spec: rope_inv_freq must be a 1-D float array");

@@ -208,6 +208,9 @@ void topk(const TopkArgs& a, const float* x, float* values, int32_t* idx, Thread
 
 namespace eyas::ops {
 int32_t argmax_row_host(const float* x, int n) { return cpu::argmax_row(x, n); }
+void topk_row_host(const float* x, int n, int k, float* values, int32_t* idx) {
+  cpu::topk_row(x, n, k, cpu::use_avx512() ? 2 : cpu::use_avx2() ? 1 : 0, values, idx);
+}
 double exp_sum_row_host(const float* x, int64_t n, float mx) {
 #if EYAS_X86
   if (cpu::use_avx512()) return cpu::exp_sum_avx512(x, n, mx);

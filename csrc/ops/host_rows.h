@@ -14,5 +14,12 @@ int32_t argmax_row_host(const float* x, int n);
 // sum of exp(x[i] - mx) over x[n] (NaN skipped) in double: lane i % 16 of 16 partial sums, folded in lane
 // order, with the softmax kernels' exp, so every SIMD level gives the same bits (the draft tree's scores).
 double exp_sum_row_host(const float* x, int64_t n, float mx);
+// The k largest of x[n] (k <= n), best first, as ops::topk picks them: values[k], idx[k].
+void topk_row_host(const float* x, int n, int k, float* values, int32_t* idx);
+// One weight row of k elements stored as `wtype` (a DType; GGUF block layout) into y[k], as the
+// embedding kernel dequantizes it.
+void dequantize_row_host(int32_t wtype, const uint8_t* row, int64_t k, float* y);
+// Q4_0 blocks of x[k] (k a multiple of 32) into out (k / 32 blocks of 18 bytes), GGUF's rounding.
+void quantize_row_q4_0_host(const float* x, int64_t k, uint8_t* out);
 
 }  // namespace eyas::ops

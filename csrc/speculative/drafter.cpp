@@ -7,6 +7,7 @@
 #include "ops/attention.h"
 #include "ops/elementwise.h"
 #include "ops/embedding.h"
+#include "ops/host_rows.h"
 #include "ops/kv.h"
 #include "ops/matmul.h"
 #include "ops/model_misc.h"
@@ -87,11 +88,43 @@ Eagle3Drafter::Eagle3Drafter(DrafterSpec s, std::map<std::string, Tensor> w, std
   if (fc_bias_.defined()) check_dtype(kOp, "fc.bias", fc_bias_, DType::F32);
   for (const Tensor* t : {&fc_, &wq_, &wk_, &wv_, &wo_, &w_gate_, &w_up_, &w_down_, &lm_head_, &embd_})
     if (!ops::matmul_supports(t->dtype)) fail(kOp, "weight type " + t->describe() + " is not supported");
+  if (spec_.rescore_rows < 0 || spec_.rescore_rows > spec_.draft_vocab_size)
+    fail(kOp, "spec: rescore_rows must be in [0, draft_vocab_size]");
+  if (spec_.rescore_rows > 0) build_coarse_head();
   inv_freq_ = Tensor::empty(DType::F32, {int64_t(spec_.rope_inv_freq.size())});
   std::memcpy(inv_freq_.data<float>(), spec_.rope_inv_freq.data(), spec_.rope_inv_freq.size() * sizeof(float));
   cache_slots_ = max_context_ + kTreeSlots;
   k_cache_ = Tensor::empty(DType::F32, {spec_.num_kv_heads, cache_slots_, spec_.head_dim});
   v_cache_ = Tensor::empty(DType::F32, {spec_.num_kv_heads, cache_slots_, spec_.head_dim});
+}
+
+void Eagle3Drafter::build_coarse_head() {
+  const int64_t V = spec_.draft_vocab_size, H = spec_.hidden_size;
+  if (H % 32) fail(kOp, "spec: rescore_rows needs a hidden size that is a multiple of 32 (Q4_0 blocks)");
+  lm_head_coarse_ = Tensor::empty(DType::Q4_0, {V, H});
+  std::vector<float> row(static_cast<size_t>(H));
+  for (int64_t r = 0; r < V; ++r) {
+    ops::dequantize_row_host(int32_t(lm_head_.dtype), lm_head_.row_ptr(r), H, row.data());
+    ops::quantize_row_q4_0_host(row.data(), H, const_cast<uint8_t*>(lm_head_coarse_.row_ptr(r)));
+  }
+}
+
+void Eagle3Drafter::rescore(int L, const float* head_in) {
+  const int64_t V = spec_.draft_vocab_size, H = spec_.hidden_size;
+  const int m = spec_.rescore_rows;
+  std::vector<float> best(static_cast<size_t>(m)), w(static_cast<size_t>(H));
+  std::vector<int32_t> idx(static_cast<size_t>(m));
+  for (int r = 0; r < L; ++r) {
+    float* logits = s_.logits.data<float>() + r * V;
+    const float* x = head_in + r * H;
+    ops::topk_row_host(logits, int(V), m, best.data(), idx.data());
+    for (int j = 0; j < m; ++j) {
+      ops::dequantize_row_host(int32_t(lm_head_.dtype), lm_head_.row_ptr(idx[size_t(j)]), H, w.data());
+      float acc = 0.0f;
+      for (int64_t i = 0; i < H; ++i) acc += w[size_t(i)] * x[i];
+      logits[idx[size_t(j)]] = acc;
+    }
+  }
 }
 
 void Eagle3Drafter::ensure_scratch(int rows) {
@@ -148,11 +181,12 @@ void Eagle3Drafter::encode_forward(Encoder& enc, int T, const Tensor* aux, int p
   if (L <= 0) return;
   Tensor h2l = rows_view(s_.h2, logit_row0, {L, H}), hnl = rows_view(s_.hn, 0, {L, H});
   Tensor logits = rows_view(s_.logits, 0, {L, spec_.draft_vocab_size});
+  const Tensor& head = lm_head_coarse_.defined() ? lm_head_coarse_ : lm_head_;
   if (spec_.norm_output) {
     ops::rms_norm(enc, h2l, out_norm_, hnl, spec_.rms_eps);
-    ops::matmul(enc, hnl, lm_head_, logits);
+    ops::matmul(enc, hnl, head, logits);
   } else {
-    ops::matmul(enc, h2l, lm_head_, logits);
+    ops::matmul(enc, h2l, head, logits);
   }
 }
 
@@ -166,6 +200,8 @@ void Eagle3Drafter::ingest(const Tensor& aux, const Tensor& tokens) {
     encode_forward(enc, C, &a, length_, length_, Tensor{}, c0 + C == T ? C - 1 : C);  // logits: the last row only
   });
   const int64_t H = spec_.hidden_size;
+  if (lm_head_coarse_.defined())
+    rescore(1, spec_.norm_output ? s_.hn.data<float>() : s_.h2.data<float>() + (C - 1) * H);
   set_root(s_.h2.data<float>() + (C - 1) * H, H, s_.logits.data<float>(), spec_.draft_vocab_size, tk[T - 1]);
 }
 
@@ -174,10 +210,12 @@ DraftTree Eagle3Drafter::expand(const TreePolicy& policy) {
   check_tree(policy, policy.depth - 1, kTreeSlots);  // the last level's rows are never run
   TreeBuilder b(policy, d2t_, spec_.draft_vocab_size);
   ensure_scratch(policy.top_k);
-  return grow_tree(b, spec_.hidden_size, s_.ids, s_.pos, s_.g, s_.h2, s_.logits,
-                   [&](Encoder& enc, int F, const Tensor& mask, int slot0) {
-                     encode_forward(enc, F, nullptr, length_, slot0, mask, 0);
-                   });
+  return grow_tree(
+      b, spec_.hidden_size, s_.ids, s_.pos, s_.g, s_.h2, s_.logits,
+      [&](Encoder& enc, int F, const Tensor& mask, int slot0) { encode_forward(enc, F, nullptr, length_, slot0, mask, 0); },
+      [&](int F) {
+        if (lm_head_coarse_.defined()) rescore(F, (spec_.norm_output ? s_.hn : s_.h2).data<float>());
+      });
 }
 
 }  // namespace eyas::speculative

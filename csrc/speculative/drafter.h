@@ -22,6 +22,10 @@ struct DrafterSpec {
   bool norm_before_residual = false;  // residual = hidden_norm(g) instead of g
   bool norm_output = true;            // apply the final norm before lm_head
   std::vector<float> rope_inv_freq;   // [rot_dim / 2]
+  // > 0: the head scores the draft vocabulary with a Q4_0 copy of `output` (half the bytes of Q8_0)
+  // and recomputes this many best logits of each row from `output` itself. Drafts need not be exact,
+  // so only the tree's choices can change, and rarely: the copy's error is far below the gaps that count.
+  int rescore_rows = 0;
 };
 
 class Eagle3Drafter : public RuntimeDrafter {
@@ -46,15 +50,19 @@ class Eagle3Drafter : public RuntimeDrafter {
     Tensor ids, pos, g, e, en, gn, u, q, k, v, o, attn, h1, n, gate, up, down, h2, hn, logits;
   };
   void ensure_scratch(int rows);
+  void build_coarse_head();  // lm_head_coarse_: lm_head_ requantized to Q4_0 row by row
   // Encodes one forward over T rows; logits for rows [logit_row0, T).
   void encode_forward(Encoder& enc, int T, const Tensor* aux, int prefix, int slot0, const Tensor& mask,
                       int logit_row0);
+  // After a committed forward whose L logit rows came from the coarse head: the rescore_rows best of
+  // each row recomputed from lm_head_. head_in: F32 [L, H], the rows the head read.
+  void rescore(int L, const float* head_in);
 
   DrafterSpec spec_;
   std::vector<int32_t> d2t_;
   int cache_slots_;
   Tensor fc_, fc_bias_, hidden_norm_, input_norm_, wq_, wk_, wv_, wo_, post_norm_, w_gate_, w_up_, w_down_;
-  Tensor out_norm_, lm_head_, embd_, inv_freq_, k_cache_, v_cache_;
+  Tensor out_norm_, lm_head_, lm_head_coarse_, embd_, inv_freq_, k_cache_, v_cache_;
   Scratch s_;
 };
 

@@ -63,9 +63,11 @@ class RuntimeDrafter {
   // A tree from the root (b not started yet, check_tree passed): the first frontier's input rows
   // (`in`, F32[rows, H]) get the root's output; forward(enc, F, mask, slot0) records the F frontier
   // rows at slot0 after the committed pairs.
-  template <typename Forward>
+  // committed(F), when given, runs on the host after each level's forward has committed, before its
+  // logits are read.
+  template <typename Forward, typename Committed = void (*)(int)>
   DraftTree grow_tree(TreeBuilder& b, int64_t H, const Tensor& ids, const Tensor& pos, const Tensor& in, const Tensor& out,
-                      const Tensor& logits, Forward forward) {
+                      const Tensor& logits, Forward forward, Committed committed = [](int) {}) {
     b.start(root_token_, root_logits_.data());
     const int F0 = int(b.frontier_tokens().size());
     for (int j = 0; j < F0; ++j) std::memcpy(in.data<float>() + j * H, root_h_.data(), size_t(H) * sizeof(float));
@@ -73,6 +75,7 @@ class RuntimeDrafter {
       Encoder enc(*device_);
       forward(enc, F, mask, length_ + b.slots_run());
       enc.commit();
+      committed(F);
     });
   }
 

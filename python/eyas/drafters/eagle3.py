@@ -204,6 +204,9 @@ class Drafter:
 
 
 WEIGHT_TYPES = ("q8_0", "f32", "keep")
+# The draft head scores its vocabulary with a Q4_0 copy and recomputes this many best logits per row
+# from the stored head (DrafterSpec::rescore_rows): the stored head's choices at about Q4_0's cost.
+HEAD_RESCORE_ROWS = 32
 
 
 def convert_matrix(t: Tensor, weight_type: str) -> tuple:
@@ -219,6 +222,17 @@ def convert_matrix(t: Tensor, weight_type: str) -> tuple:
         raw = np.ascontiguousarray(quants.quantize(w, GGMLQuantizationType.Q8_0)).reshape(-1).view(np.uint8)
         return (raw, int(GGMLQuantizationType.Q8_0), list(t.shape))
     return (np.ascontiguousarray(w), 0, list(t.shape))
+
+
+def head_rescore_rows(head: tuple, hidden: int, draft_vocab: int, weight_type: str) -> int:
+    """HEAD_RESCORE_ROWS under the default weight_type "q8_0" (the fastest), unless a Q4_0 copy would not be
+    cheaper (the head is Q4_0 already) or cannot be made (rows not in 32-element blocks); "f32" and "keep"
+    keep every logit from the head as loaded."""
+    from gguf import GGMLQuantizationType
+
+    if weight_type != "q8_0" or head[1] == int(GGMLQuantizationType.Q4_0) or hidden % 32:
+        return 0
+    return min(HEAD_RESCORE_ROWS, draft_vocab)
 
 
 def build_drafter(config: dict, tensors: dict[str, Tensor], target_spec: dict, target_weights: dict,
@@ -280,6 +294,7 @@ def build_drafter(config: dict, tensors: dict[str, Tensor], target_spec: dict, t
         "head_dim": hd, "intermediate_size": I, "vocab_size": V, "draft_vocab_size": Vd, "rms_eps": cfg.rms_eps,
         "rot_dim": hd, "rope_inv_freq": rope_inv_freq(cfg.rope_theta, hd, cfg.rope_scaling),
         "norm_before_residual": cfg.norm_before_residual, "norm_output": cfg.norm_output,
+        "rescore_rows": head_rescore_rows(weights["output"], H, Vd, weight_type),
     }
     head = None
     out_w = target_weights.get("token_embd" if target_spec.get("tie_embeddings") else "output")

@@ -1,0 +1,91 @@
+"""The draft head's rescoring (DrafterSpec::rescore_rows): a Q4_0 copy of the head scores the draft
+vocabulary and the best rows of each are recomputed from the stored head. Its quantizer against gguf's,
+the recomputed logits against the stored head's, the load-time policy, and bad specs."""
+
+import numpy as np
+import pytest
+from gguf import GGMLQuantizationType, quants
+
+from eyas import _core
+from eyas.drafters.eagle3 import HEAD_RESCORE_ROWS
+from tests.parity.cases_speculative import build, random_checkpoint, tiny_target
+
+SPEC, CORE, _ = tiny_target()  # hidden 64: two Q4_0 blocks a head row
+VD = 64
+
+
+def test_quantize_q4_0_matches_gguf():
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((6, 96)).astype(np.float32)
+    x[1] = 0.0  # a zero block: scale 0, every nibble 8
+    x[2, :32] = np.linspace(-1, 3, 32)  # the extreme is positive: the scale is negative
+    x[3, 5] = -7.5  # a lone extreme
+    x[4] *= 1e-6
+    got = np.asarray(_core.ops._quantize_q4_0(x))
+    want = quants.quantize(x, GGMLQuantizationType.Q4_0)
+    assert got.shape == want.shape == (6, 3 * 18)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_quantize_q4_0_rejects_partial_blocks():
+    with pytest.raises(ValueError, match="multiple of 32"):
+        _core.ops._quantize_q4_0(np.zeros((2, 40), np.float32))
+
+
+@pytest.fixture(scope="module")
+def drafter():
+    cfg, t = random_checkpoint(7, SPEC, draft_vocab=VD)
+    return build(SPEC, CORE, cfg, t, weight_type="q8_0")
+
+
+def runtime(d, rows):
+    return _core.speculative.Eagle3Drafter({**d.spec, "rescore_rows": rows}, d.weights, d.d2t, max_context=64)
+
+
+def ingest(rt, seed=0):
+    rng = np.random.default_rng(seed)
+    aux = rng.standard_normal((9, 3 * SPEC["hidden_size"])).astype(np.float32)
+    rt.ingest(aux, rng.integers(0, SPEC["vocab_size"], 9).astype(np.int32))
+    return np.asarray(rt.last_logits)
+
+
+def test_default_policy_rescores_q8_0_heads_only(drafter):
+    assert drafter.weights["output"][1] == int(GGMLQuantizationType.Q8_0)
+    assert drafter.spec["rescore_rows"] == min(HEAD_RESCORE_ROWS, VD)
+    cfg, t = random_checkpoint(7, SPEC, draft_vocab=VD)
+    assert build(SPEC, CORE, cfg, t, weight_type="f32").spec["rescore_rows"] == 0  # "f32" stays exact
+
+
+def test_rescored_rows_are_the_stored_heads_logits(drafter):
+    every = ingest(runtime(drafter, VD))  # every logit recomputed from the Q8_0 head
+    stored = ingest(runtime(drafter, 0))  # the Q8_0 matmul (activations quantized too)
+    np.testing.assert_allclose(every, stored, atol=2e-2 * np.abs(stored).max())
+    some = ingest(runtime(drafter, 8))
+    exact = some == every
+    assert exact.sum() == 8  # the 8 recomputed rows carry the stored head's values, bit for bit
+    np.testing.assert_allclose(some, every, atol=0.2 * np.abs(every).max())  # the rest, the Q4_0 copy's
+    assert set(np.argsort(-every)[:4]) <= set(np.flatnonzero(exact))  # the best of the head were recomputed
+
+
+def test_rescored_trees_equal_the_stored_heads(drafter):
+    a, b = runtime(drafter, VD), runtime(drafter, 16)
+    ingest(a, 3), ingest(b, 3)
+    for policy in [(1, 4, 5), (3, 4, 12), (4, 3, 16)]:
+        ta, tb = a.expand(*policy), b.expand(*policy)
+        assert ta["tokens"].tolist() == tb["tokens"].tolist()
+        assert ta["parents"].tolist() == tb["parents"].tolist()
+
+
+@pytest.mark.parametrize("rows,msg", [(-1, "rescore_rows must be in"), (VD + 1, "rescore_rows must be in")])
+def test_bad_rescore_rows(drafter, rows, msg):
+    with pytest.raises(ValueError, match=msg):
+        runtime(drafter, rows)
+
+
+def test_rescore_needs_whole_q4_0_blocks():
+    spec, core, _ = tiny_target(hidden=48, head_dim=12)
+    cfg, t = random_checkpoint(1, spec, draft_vocab=VD)
+    d = build(spec, core, cfg, t, weight_type="q8_0")
+    assert d.spec["rescore_rows"] == 0  # the loader does not ask for it
+    with pytest.raises(ValueError, match="multiple of 32"):
+        _core.speculative.Eagle3Drafter({**d.spec, "rescore_rows": 4}, d.weights, d.d2t)
