@@ -25,14 +25,21 @@ def run(chooser, rounds, accepted_of, cost_of):
 
 def test_first_rounds_measure_a_one_token_chain_then_a_plain_step():
     c = DepthChooser(3)
-    assert c.choose() == 1
-    c.observe(1, 1, 9.0)  # the first round's time (it ingests the prompt) is not a round's cost
-    assert c.cost[1] is None and c.expected_tokens(1) > 1.5  # its acceptance counts
+    for _ in range(DepthChooser.WARMUP_ROUNDS):  # the warm-up (the first also ingests the prompt): untimed
+        assert c.choose() == 1
+        c.observe(1, 1, 9.0)
+    assert c.cost == [None] * 4 and c.expected_tokens(1) > 1.5  # its acceptance counts
     assert c.choose() == 1
     c.observe(1, 1, 1.0)
     assert c.choose() == 0
+    c.observe(0, 0, 0.7)
+    assert c.choose() == 0  # a second plain step: c(0) follows the lower time
     c.observe(0, 0, 0.5)
     assert c.cost[1] == 1.0 and c.cost[0] == 0.5
+    c.observe(0, 0, 1.5)  # a slower plain step later moves it up by the average only
+    assert c.cost[0] == pytest.approx(0.8 * 0.5 + 0.2 * 1.5)
+    c.observe(0, 0, 0.5)
+    assert c.cost[0] == 0.5
     assert c.cost[3] is None and c._cost_estimate(3) == pytest.approx(0.5 + 3 * 0.5)  # extrapolated
     c.observe(3, 3, 1.4)
     assert c._cost_estimate(2) == pytest.approx(1.2)  # interpolated
@@ -268,7 +275,7 @@ def test_a_greedy_chooser_starts_from_the_previous_ones_costs_and_acceptance():
     first = DepthChooser(3)
     run(first, 100, accepted_of=lambda d: 0, cost_of=lambda d: 1.0 + 0.5 * d)
     second = DepthChooser(3, previous=first)
-    assert second.cost[1:] == first.cost[1:] and second.cost[0] is None  # a plain step is timed afresh
+    assert second.cost == first.cost and not any(second.fresh)  # steering the warm-up; each is timed afresh
     assert second.tried[1] == pytest.approx(min(first.tried[1], DepthChooser.CARRIED_TRIES))
     assert second.accepted[1] / second.tried[1] == pytest.approx(first.accepted[1] / first.tried[1])
     assert second.choose() == 0  # no drafts to re-measure what the last generation learnt
@@ -285,9 +292,9 @@ def test_a_carried_chooser_drops_to_plain_soon_when_drafts_stop_landing():
     assert first.best() == 3
     second = DepthChooser(3, previous=first)
     picks = run(second, 60, accepted_of=lambda d: 0, cost_of=lambda d: 1.0 + 0.4 * d)
-    assert picks[:3] == [0, 0, 3]  # two plain steps to time one here, then where the last generation ended
-    assert picks[7:15] == [0] * 8 and sum(d > 0 for d in picks[:7]) <= 6  # plain after a handful
-    assert sum(d > 0 for d in picks[15:]) <= 3  # then only sparse one-token probes
+    assert picks[0] == 3  # the warm-up starts where the last generation ended
+    assert picks[7:15] == [0] * 8  # plain steps once the warm-up is over
+    assert sum(d > 0 for d in picks[DepthChooser.WARMUP_ROUNDS:]) <= 4  # with only sparse one-token probes
 
 
 def test_a_carried_cost_is_replaced_by_the_first_measurement_at_this_context():
@@ -296,11 +303,16 @@ def test_a_carried_cost_is_replaced_by_the_first_measurement_at_this_context():
     first = DepthChooser(3)
     run(first, 100, accepted_of=lambda d: d, cost_of=lambda d: 2.0 + 1.0 * d)  # a long context: dear rounds
     second = DepthChooser(3, previous=first)
-    assert second.cost[1:] == first.cost[1:]
+    assert second.cost == first.cost
+    for _ in range(DepthChooser.WARMUP_ROUNDS):
+        d = second.choose()
+        second.observe(d, d, 99.0)  # the warm-up (the first round ingests the prompt): no round's cost
+    assert second.cost == first.cost
+    for _ in range(DepthChooser.PLAIN_TIMINGS):  # plain steps timed here
+        assert second.choose() == 0
+        second.observe(0, 0, 2.0)
     d = second.choose()
-    second.observe(d, d, 99.0)  # the first round ingests the prompt: no round's cost
-    assert second.cost[1:] == first.cost[1:] and second.cost[0] is None
-    d = second.choose()
+    assert d > 0
     second.observe(d, d, 0.5 + 0.2 * d)  # a short context: every round cheaper
     assert second.cost[d] == pytest.approx(0.5 + 0.2 * d)  # replaced, not 0.8 old + 0.2 new
     other = [k for k in range(4) if k != d]
@@ -321,7 +333,8 @@ def test_a_warm_chooser_times_its_own_plain_step():
     acc = iter([1, 0, 0, 0, 0] * 40)  # a first draft lands one round in five here
     picks = run(second, 60, accepted_of=lambda d: next(acc) if d else 0,
                 cost_of=lambda d: 3.3 if d == 0 else 4.3 + 0.7 * (d - 1))
-    assert picks[:2] == [0, 0] and second.cost[0] == pytest.approx(3.3)
+    w, n = DepthChooser.WARMUP_ROUNDS, DepthChooser.PLAIN_TIMINGS
+    assert picks[w:w + n] == [0] * n and second.cost[0] == pytest.approx(3.3)  # timed here after the warm-up
     assert sum(d > 0 for d in picks[20:]) <= 4  # plain steps, with sparse probes
 
 
@@ -433,7 +446,8 @@ def test_choosers_can_share_one_cost_table():
     run(a, 40, accepted_of=lambda d: d, cost_of=lambda d: 1.0 + 0.2 * d)
     assert b.cost is a.cost and b.cost[1] == pytest.approx(1.2)
     assert b.tried == [0.0] * 4 and a.tried[1] > 0
-    b.choose(), b.choose()
+    for _ in range(DepthChooser.WARMUP_ROUNDS + 1):  # past b's own warm-up
+        b.choose()
     b.observe(2, 0, 5.0)  # b's own round moves the shared price of depth 2
     assert a.cost[2] == pytest.approx(0.8 * 1.4 + 0.2 * 5.0)
     with pytest.raises(ValueError, match=r"\[speculative\] costs_of"):

@@ -67,6 +67,15 @@ class DepthChooser:
     # of the time there), and a drafter that is never right costs at most ~3 tries.
     EXPLORE_TRIES = 6.0
 
+    # A generation's first rounds run slow: after the prefill, plain decode steps of the default model took
+    # 3.1-4.3 ms, then 2.4 from the fifth on (AMX VM, 2026-12-06). Timed there, a plain step looked ~50 %
+    # dearer than it is, and chat drafted at break-even depths it then never left (0.89-0.93x on short
+    # replies, where one drafted token a round gave 1.01-1.13x). So these rounds price nothing: they draft
+    # one token (or follow the carried table); the rounds after them time c(1), then PLAIN_TIMINGS plain
+    # steps, and c(0) follows its lowest times (a slow phase makes every round slower, never faster).
+    WARMUP_ROUNDS = 4
+    PLAIN_TIMINGS = 2
+
     # The previous generation's acceptance counts as at most this many tries per position: enough to
     # start drafting where drafts paid, few enough that content the drafter misses (a chat after code)
     # turns it back to plain steps within a handful of rounds.
@@ -102,14 +111,14 @@ class DepthChooser:
         # (a round's cost grows with it: 1.3 steps for one drafted token at 100 tokens, 1.5 at 3K), so they
         # steer the first choices, and the first measurement here replaces them instead of averaging in.
         self.fresh = [self.fixed] * (max_depth + 1)
+        self._plain_timed = 0  # plain steps timed in this generation
         self.warm = previous is not None and not self.fixed and not previous.fixed and previous.max_depth == max_depth
         if self.warm:
             self.cost = list(previous.cost)
-            # ... except a plain step's: it is the yardstick of every choice, and drafting that its stale
-            # value favours never runs plain steps to correct it (after raw code, c(0) carried as 5.1 ms
-            # kept chat drafting two tokens a round at p1 ~ 0.35 for three replies, while a plain step
-            # there took 3.3-3.8 ms). So each generation times its own: its first rounds are plain steps.
-            self.cost[0] = None
+            # ... but a plain step's only through the warm-up: it is the yardstick of every choice, and
+            # drafting that its stale value favours never runs plain steps to correct it (after raw code,
+            # c(0) carried as 5.1 ms kept chat drafting two tokens a round at p1 ~ 0.35 for three replies,
+            # while a plain step there took 3.3-3.8 ms). So each generation times its own right after.
             scale = [min(1.0, self.CARRIED_TRIES / t) if t > 0 else 0.0 for t in previous.tried]
             self.tried = [k * t for k, t in zip(scale, previous.tried)]
             self.accepted = [k * a for k, a in zip(scale, previous.accepted)]
@@ -137,6 +146,7 @@ class DepthChooser:
         if not self.fixed and seconds is not None:
             self.cost[0] = seconds
             self.fresh[0] = True
+            self._plain_timed = self.PLAIN_TIMINGS
 
     def acceptance(self, j: int) -> float:
         """p_j: its decayed counts with a prior worth two tries. Under measured costs (greedy) the prior
@@ -209,11 +219,19 @@ class DepthChooser:
     def choose(self) -> int:
         self.rounds += 1
         self._probing = False
-        if self.rounds == 1 and not self.warm:  # one drafted token: p_1, the cheapest sign of whether drafting pays
-            return 1
-        for d in (1, 0):  # measured costs: a one-token chain's, then a plain step's; deeper ones are
-            if self.cost[d] is None:  # extrapolated from these two until they are chosen
-                return d
+        if self.fixed:
+            if self.rounds == 1 and not self.warm:
+                return 1
+        elif self.rounds <= self.WARMUP_ROUNDS:  # untimed rounds: one drafted token, the cheapest sign of
+            known = self.cost[0] is not None and self.cost[1] is not None  # whether drafting pays, unless a
+            return self.best() if known else 1  # carried (or shared) table says where to start
+        else:
+            # Measured costs: a one-token chain's (unless carried), then a plain step's, timed here after the
+            # warm-up; deeper ones are extrapolated from these two until they are chosen.
+            if not self.warm and self.cost[1] is None:
+                return 1
+            if self._plain_timed < self.PLAIN_TIMINGS:
+                return 0
         d = self.best()
         if d > 0:
             self._probe_gap = self.PROBE_EVERY
@@ -240,11 +258,18 @@ class DepthChooser:
         """depth: tokens drafted this round; accepted: how many of them the target accepted."""
         if not 0 <= depth <= self.max_depth or not 0 <= accepted <= depth:
             raise ValueError(f"[speculative] observe: depth {depth}, accepted {accepted} out of range")
-        # The first round also ingests the whole prompt into the drafter: its time says nothing of later rounds.
-        if self.rounds > 1 and not self.fixed:
+        # The warm-up's rounds (the first also ingests the whole prompt into the drafter) price nothing.
+        if self.rounds > self.WARMUP_ROUNDS and not self.fixed:
             c = self.cost[depth]
-            self.cost[depth] = seconds if not self.fresh[depth] else (1 - self.COST_EMA) * c + self.COST_EMA * seconds
-            self.fresh[depth] = True
+            if not self.fresh[depth]:
+                c = seconds
+            elif depth == 0:  # down at once, up by the average: a plain step is the yardstick of every choice
+                c = min(seconds, (1 - self.COST_EMA) * c + self.COST_EMA * seconds)
+            else:
+                c = (1 - self.COST_EMA) * c + self.COST_EMA * seconds
+            self.cost[depth], self.fresh[depth] = c, True
+            if depth == 0:
+                self._plain_timed += 1
         # Only the positions this round tried fade: plain steps bring no news of the drafter, and
         # letting the counts fade through them would drift p_j back to the prior (0.5) and draft again.
         for j in range(1, depth + 1):
