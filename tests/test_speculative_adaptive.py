@@ -292,7 +292,7 @@ def test_a_carried_chooser_drops_to_plain_soon_when_drafts_stop_landing():
     assert first.best() == 3
     second = DepthChooser(3, previous=first)
     picks = run(second, 60, accepted_of=lambda d: 0, cost_of=lambda d: 1.0 + 0.4 * d)
-    assert picks[0] == 3  # the warm-up starts where the last generation ended
+    assert picks[:DepthChooser.WARMUP_ROUNDS] == [1] * DepthChooser.WARMUP_ROUNDS  # the warm-up drafts one token
     assert picks[7:15] == [0] * 8  # plain steps once the warm-up is over
     assert sum(d > 0 for d in picks[DepthChooser.WARMUP_ROUNDS:]) <= 4  # with only sparse one-token probes
 

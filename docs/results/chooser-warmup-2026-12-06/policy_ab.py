@@ -1,8 +1,8 @@
-# The adaptive chooser of a commit against the working tree's, in one process: plain decoding and the
-# default policy (auto) with each chooser, greedy, on the first LIMIT prompts of every E7 file and
-# eval_chat, the order rotating per prompt and repeat. From the repository root:
-#   python docs/results/chooser-warmup-2026-12-06/policy_ab.py COMMIT LIMIT REPEATS
-# Prints per workload: speed / plain for both choosers, tau, the worst prompt; checks identical output.
+# The adaptive chooser of one or more commits against the working tree's, in one process: plain decoding
+# and the default policy (auto) with each chooser, greedy, on the first LIMIT prompts of every E7 file and
+# eval_chat (or the FILES given), the order rotating per prompt and repeat. From the repository root:
+#   python docs/results/chooser-warmup-2026-12-06/policy_ab.py COMMIT[,COMMIT...] LIMIT REPEATS [FILE ...]
+# Prints per workload: speed / plain for every chooser, tau, the worst prompt; checks identical output.
 import importlib.util
 import json
 import subprocess
@@ -17,15 +17,22 @@ from eyas.speculative import generator as generator_module
 
 FILES = ["bench/fixtures/e7_doc_summary.jsonl", "bench/fixtures/e7_code_generation.jsonl",
          "bench/fixtures/e7_essay.jsonl", "bench/fixtures/e7_raw_code.jsonl", "bench/prompts/eval_chat.jsonl"]
-commit, limit, repeats = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-old_src = subprocess.run(["git", "show", f"{commit}:python/eyas/speculative/adaptive.py"], check=True,
+commits, limit, repeats = sys.argv[1].split(","), int(sys.argv[2]), int(sys.argv[3])
+FILES = sys.argv[4:] or FILES
+
+
+def chooser_at(commit):
+    src = subprocess.run(["git", "show", f"{commit}:python/eyas/speculative/adaptive.py"], check=True,
                          capture_output=True, text=True).stdout
-with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
-    f.write(old_src)
-spec = importlib.util.spec_from_file_location("adaptive_old", f.name)
-old = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(old)
-choosers = {"old": old.DepthChooser, "new": generator_module.DepthChooser}
+    with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
+        f.write(src)
+    spec = importlib.util.spec_from_file_location(f"adaptive_{commit}", f.name)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.DepthChooser
+
+
+choosers = {**{c: chooser_at(c) for c in commits}, "new": generator_module.DepthChooser}
 plain = eyas.load(drafter="none", threads=2)
 models = {k: eyas.load(drafter="default", threads=2) for k in choosers}  # each keeps its own carried chooser
 sampling = SamplingParams(temperature=0.0)
@@ -40,7 +47,7 @@ def run(side, ids, n):
     return g.metrics["decode_s"], len(g.tokens) - 1, g.tokens, steps.metrics()
 
 
-sides = ["plain", "old", "new"]
+sides = ["plain", *choosers]
 time, tokens = defaultdict(float), defaultdict(int)
 accepted, rounds = defaultdict(int), defaultdict(int)
 identical = True

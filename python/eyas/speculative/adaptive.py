@@ -223,8 +223,8 @@ class DepthChooser:
             if self.rounds == 1 and not self.warm:
                 return 1
         elif self.rounds <= self.WARMUP_ROUNDS:  # untimed rounds: one drafted token, the cheapest sign of
-            known = self.cost[0] is not None and self.cost[1] is not None  # whether drafting pays, unless a
-            return self.best() if known else 1  # carried (or shared) table says where to start
+            known = self.cost[0] is not None and self.cost[1] is not None  # whether drafting pays, or none
+            return min(1, self.best()) if known else 1  # where a carried (or shared) table says drafts lose
         else:
             # Measured costs: a one-token chain's (unless carried), then a plain step's, timed here after the
             # warm-up; deeper ones are extrapolated from these two until they are chosen.
