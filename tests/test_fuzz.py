@@ -53,7 +53,8 @@ def test_every_target_has_a_seed_corpus():
 @pytest.mark.parametrize("target", sorted(TARGETS))
 def test_fuzz_target_finds_nothing(target, tmp_path):
     _atheris()
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(FUZZ.parent.parent), *sys.path])}
+    # TMPDIR: the target's scratch file lands in tmp_path (libFuzzer's exit skips Python's atexit cleanup).
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(FUZZ.parent.parent), *sys.path]), "TMPDIR": str(tmp_path)}
     run = subprocess.run([sys.executable, "-m", "tests.fuzz.run", target, "--seconds", str(SECONDS), "--seed", str(SEED), "--work",
                           str(tmp_path)], capture_output=True, text=True, env=env, timeout=SECONDS + 120)
     findings = [p for p in tmp_path.iterdir() if p.name.startswith(("crash-", "timeout-", "oom-", "leak-"))]

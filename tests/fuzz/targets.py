@@ -7,6 +7,7 @@ seconds from the seed corpus in `corpus/<target>/` and replays every `regression
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import tempfile
@@ -15,11 +16,25 @@ import numpy as np
 
 
 def _scratch_file(data: bytes) -> str:
-    """The input as a file (the readers memory-map paths); one scratch file per process."""
+    """The input as a file (the readers memory-map paths); one scratch file per process, removed at exit."""
     path = os.path.join(tempfile.gettempdir(), f"eyas-fuzz-{os.getpid()}.bin")
+    if path not in _SCRATCH:
+        _SCRATCH.add(path)
+        atexit.register(_remove_scratch, path)
     with open(path, "wb") as f:
         f.write(data)
     return path
+
+
+_SCRATCH: set[str] = set()
+
+
+def _remove_scratch(path: str) -> None:
+    for p in (path, path + ".gguf"):
+        try:
+            os.remove(p)
+        except FileNotFoundError:
+            pass
 
 
 def gguf(data: bytes) -> None:
