@@ -38,9 +38,9 @@ class TrainArgs:
     ckpt_every: int = 200
     seed: int = 0
     log_every: int = 20
-    # Batch lengths round up to a multiple of this. Stages 10 and 11 ran their first pass over ~600
-    # batches (each its own [rows, length] shape) at a quarter of the later passes' rate, with no
-    # allocator retries: fewer distinct shapes test whether first-seen shapes are the cost.
+    # Batch lengths round up to a multiple of this: each new [rows, length] shape costs a one-time price
+    # (stages 10 and 11 ran their first pass at a quarter of the later passes' rate; stage 12, padded,
+    # at 4.2 steps/s against 4.5-4.6 later, docs/training.md).
     pad_multiple: int = 64
 
 
