@@ -21,15 +21,18 @@ def test_quantize_q4_0_matches_gguf():
     x[2, :32] = np.linspace(-1, 3, 32)  # the extreme is positive: the scale is negative
     x[3, 5] = -7.5  # a lone extreme
     x[4] *= 1e-6
-    got = np.asarray(_core.ops._quantize_q4_0(x))
+    got = np.asarray(_core.ops.requantize_q4_0(x.view(np.uint8), "F32", list(x.shape)))
     want = quants.quantize(x, GGMLQuantizationType.Q4_0)
     assert got.shape == want.shape == (6, 3 * 18)
     np.testing.assert_array_equal(got, want)
+    q8 = quants.quantize(x, GGMLQuantizationType.Q8_0)  # a stored head: dequantized first, then rounded to Q4_0
+    want = quants.quantize(quants.dequantize(q8, GGMLQuantizationType.Q8_0), GGMLQuantizationType.Q4_0)
+    np.testing.assert_array_equal(np.asarray(_core.ops.requantize_q4_0(q8, "Q8_0", list(x.shape))), want)
 
 
 def test_quantize_q4_0_rejects_partial_blocks():
     with pytest.raises(ValueError, match="multiple of 32"):
-        _core.ops._quantize_q4_0(np.zeros((2, 40), np.float32))
+        _core.ops.requantize_q4_0(np.zeros((2, 40), np.float32).view(np.uint8), "F32", [2, 40])
 
 
 @pytest.fixture(scope="module")
@@ -38,8 +41,8 @@ def drafter():
     return build(SPEC, CORE, cfg, t, weight_type="q8_0")
 
 
-def runtime(d, rows):
-    return _core.speculative.Eagle3Drafter({**d.spec, "rescore_rows": rows}, d.weights, d.d2t, max_context=64)
+def runtime(d, rows, weights=None):
+    return _core.speculative.Eagle3Drafter({**d.spec, "rescore_rows": rows}, weights or d.weights, d.d2t, max_context=64)
 
 
 def ingest(rt, seed=0):
@@ -54,6 +57,19 @@ def test_default_policy_rescores_q8_0_heads_only(drafter):
     assert drafter.spec["rescore_rows"] == min(HEAD_RESCORE_ROWS, VD)
     cfg, t = random_checkpoint(7, SPEC, draft_vocab=VD)
     assert build(SPEC, CORE, cfg, t, weight_type="f32").spec["rescore_rows"] == 0  # "f32" stays exact
+
+
+def test_the_loaders_copy_is_shared_and_equals_a_runtimes_own(drafter):
+    """The loader makes the Q4_0 copy once (every runtime and fork reads it); without one a runtime makes
+    its own, with the same bits."""
+    coarse = drafter.weights["output_coarse"]
+    assert coarse[1] == int(GGMLQuantizationType.Q4_0) and coarse[2] == [VD, SPEC["hidden_size"]]
+    own = {k: v for k, v in drafter.weights.items() if k != "output_coarse"}
+    a, b = ingest(runtime(drafter, 8)), ingest(runtime(drafter, 8, own))
+    assert np.array_equal(a.view(np.uint32), b.view(np.uint32))
+    bad = {**drafter.weights, "output_coarse": drafter.weights["output"]}  # Q8_0, not a Q4_0 copy
+    with pytest.raises(ValueError, match="output_coarse"):
+        runtime(drafter, 8, bad)
 
 
 def test_rescored_rows_are_the_stored_heads_logits(drafter):

@@ -85,19 +85,16 @@ EYAS_BINDINGS(ops_matmul) {
       "w_bytes"_a, "w_type"_a, "w_shape"_a, "ids"_a, nb::kw_only(), "out"_a = nb::none(), "encoder"_a = nb::none(),
       "Rows w[ids] dequantized to float32[T, K]. ids: int32[T].");
   ops.def(
-      "_quantize_q4_0",
-      [](bind::Array x) {
-        const char* op = "quantize_q4_0";
-        Tensor tx = bind::from_numpy(op, "x", x);
-        check_dtype(op, "x", tx, DType::F32);
-        check_ndim(op, "x", tx, 2);
-        if (tx.dim(1) % 32) fail(op, "rows must be a multiple of 32 elements, got " + tx.describe());
-        Tensor out = Tensor::empty(DType::Q4_0, {tx.dim(0), tx.dim(1)});
-        for (int64_t r = 0; r < tx.dim(0); ++r)
-          ops::quantize_row_q4_0_host(tx.data<float>() + r * tx.dim(1), tx.dim(1), const_cast<uint8_t*>(out.row_ptr(r)));
-        return bind::to_numpy(out);
+      "requantize_q4_0",
+      [](bind::Array w_bytes, nb::handle w_type, std::vector<int64_t> w_shape) {
+        const char* op = "requantize_q4_0";
+        const DType wt = weight_type(op, w_type);
+        Tensor tw = bind::from_bytes(op, "w", w_bytes, wt, weight_shape(op, w_shape, wt));
+        return bind::to_numpy(ops::requantize_q4_0_host(op, tw));
       },
-      "x"_a, "Test hook: float32[R, K] quantized to Q4_0 blocks as the draft head's coarse copy is (uint8 bytes).");
+      "w_bytes"_a, "w_type"_a, "w_shape"_a,
+      "Every row of an [N, K] weight (raw GGUF data of type w_type) dequantized and quantized to Q4_0 as GGUF "
+      "rounds it: uint8 [N, K / 32 * 18]. The draft head's scoring copy (DrafterSpec::rescore_rows).");
   ops.def(
       "_q4_pack",
       [](bind::Array w_bytes, nb::handle w_type, std::vector<int64_t> w_shape) {

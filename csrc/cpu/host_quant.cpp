@@ -2,6 +2,7 @@
 // a row dequantized from any stored type, a row quantized to Q4_0. Called at load and between steps.
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "cpu/embedding.h"
 #include "cpu/quant/formats.h"
@@ -15,9 +16,10 @@ void dequantize_row_host(int32_t wtype, const uint8_t* row, int64_t k, float* y)
 
 void quantize_row_q4_0_host(const float* x, int64_t k, uint8_t* out) {
   for (int64_t b = 0; b < k / 32; ++b, x += 32, out += cpu::quant::kQ4_0Bytes) {
-    // The element of largest magnitude maps to -8, so its sign decides the scale's (GGUF's choice).
-    float amax = 0.0f, extreme = 0.0f;
-    for (int j = 0; j < 32; ++j)
+    // The first element of largest magnitude maps to -8, so its sign decides the scale's (GGUF's choice;
+    // in an all-zero block that is x[0]'s sign, which the scale's zero keeps).
+    float amax = std::fabs(x[0]), extreme = x[0];
+    for (int j = 1; j < 32; ++j)
       if (std::fabs(x[j]) > amax) amax = std::fabs(x[j]), extreme = x[j];
     const float d = extreme / -8.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
     const uint16_t dh = cpu::quant::f2h(d);
@@ -27,6 +29,19 @@ void quantize_row_q4_0_host(const float* x, int64_t k, uint8_t* out) {
       out[2 + j] = uint8_t(lo | (hi << 4));
     }
   }
+}
+
+Tensor requantize_q4_0_host(const char* op, const Tensor& w) {
+  check_ndim(op, "w", w, 2);
+  const int64_t N = w.dim(0), K = w.dim(1);
+  if (K % 32) fail(op, "rows must be a multiple of 32 elements (Q4_0 blocks), got " + w.describe());
+  Tensor out = Tensor::empty(DType::Q4_0, {N, K});
+  std::vector<float> row(static_cast<size_t>(K));
+  for (int64_t r = 0; r < N; ++r) {
+    dequantize_row_host(int32_t(w.dtype), w.row_ptr(r), K, row.data());
+    quantize_row_q4_0_host(row.data(), K, const_cast<uint8_t*>(out.row_ptr(r)));
+  }
+  return out;
 }
 
 }  // namespace eyas::ops

@@ -5,6 +5,8 @@
 #pragma once
 #include <cstdint>
 
+#include "core/tensor.h"
+
 namespace eyas::ops {
 
 // y[n] = softmax((x - max) / temperature), the bits of ops::softmax; y may be x.
@@ -21,5 +23,7 @@ void topk_row_host(const float* x, int n, int k, float* values, int32_t* idx);
 void dequantize_row_host(int32_t wtype, const uint8_t* row, int64_t k, float* y);
 // Q4_0 blocks of x[k] (k a multiple of 32) into out (k / 32 blocks of 18 bytes), GGUF's rounding.
 void quantize_row_q4_0_host(const float* x, int64_t k, uint8_t* out);
+// w: [N, K] in any type dequantize_row_host reads (K a multiple of 32) -> a new Q4_0 [N, K], row by row.
+Tensor requantize_q4_0_host(const char* op, const Tensor& w);
 
 }  // namespace eyas::ops

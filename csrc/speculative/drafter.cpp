@@ -90,7 +90,13 @@ Eagle3Drafter::Eagle3Drafter(DrafterSpec s, std::map<std::string, Tensor> w, std
     if (!ops::matmul_supports(t->dtype)) fail(kOp, "weight type " + t->describe() + " is not supported");
   if (spec_.rescore_rows < 0 || spec_.rescore_rows > spec_.draft_vocab_size)
     fail(kOp, "spec: rescore_rows must be in [0, draft_vocab_size]");
-  if (spec_.rescore_rows > 0) build_coarse_head();
+  if (spec_.rescore_rows > 0) {  // the loader's copy, shared by every runtime of the drafter, else our own
+    lm_head_coarse_ = take(w, "output_coarse", {spec_.draft_vocab_size, H}, true);
+    if (lm_head_coarse_.defined())
+      check_dtype(kOp, "output_coarse", lm_head_coarse_, DType::Q4_0);
+    else
+      lm_head_coarse_ = ops::requantize_q4_0_host(kOp, lm_head_);
+  }
   inv_freq_ = Tensor::empty(DType::F32, {int64_t(spec_.rope_inv_freq.size())});
   std::memcpy(inv_freq_.data<float>(), spec_.rope_inv_freq.data(), spec_.rope_inv_freq.size() * sizeof(float));
   cache_slots_ = max_context_ + kTreeSlots;
@@ -98,20 +104,12 @@ Eagle3Drafter::Eagle3Drafter(DrafterSpec s, std::map<std::string, Tensor> w, std
   v_cache_ = Tensor::empty(DType::F32, {spec_.num_kv_heads, cache_slots_, spec_.head_dim});
 }
 
-void Eagle3Drafter::build_coarse_head() {
-  const int64_t V = spec_.draft_vocab_size, H = spec_.hidden_size;
-  if (H % 32) fail(kOp, "spec: rescore_rows needs a hidden size that is a multiple of 32 (Q4_0 blocks)");
-  lm_head_coarse_ = Tensor::empty(DType::Q4_0, {V, H});
-  std::vector<float> row(static_cast<size_t>(H));
-  for (int64_t r = 0; r < V; ++r) {
-    ops::dequantize_row_host(int32_t(lm_head_.dtype), lm_head_.row_ptr(r), H, row.data());
-    ops::quantize_row_q4_0_host(row.data(), H, const_cast<uint8_t*>(lm_head_coarse_.row_ptr(r)));
-  }
-}
-
-void Eagle3Drafter::rescore(int L, const float* head_in) {
+void Eagle3Drafter::rescore(int L, int logit_row0) {
+  if (!lm_head_coarse_.defined()) return;
   const int64_t V = spec_.draft_vocab_size, H = spec_.hidden_size;
   const int m = spec_.rescore_rows;
+  // The rows the head read (encode_forward): the normed rows from 0, or the pre-norm ones from logit_row0.
+  const float* head_in = spec_.norm_output ? s_.hn.data<float>() : s_.h2.data<float>() + logit_row0 * H;
   std::vector<float> best(static_cast<size_t>(m)), w(static_cast<size_t>(H));
   std::vector<int32_t> idx(static_cast<size_t>(m));
   for (int r = 0; r < L; ++r) {
@@ -200,8 +198,7 @@ void Eagle3Drafter::ingest(const Tensor& aux, const Tensor& tokens) {
     encode_forward(enc, C, &a, length_, length_, Tensor{}, c0 + C == T ? C - 1 : C);  // logits: the last row only
   });
   const int64_t H = spec_.hidden_size;
-  if (lm_head_coarse_.defined())
-    rescore(1, spec_.norm_output ? s_.hn.data<float>() : s_.h2.data<float>() + (C - 1) * H);
+  rescore(1, C - 1);
   set_root(s_.h2.data<float>() + (C - 1) * H, H, s_.logits.data<float>(), spec_.draft_vocab_size, tk[T - 1]);
 }
 
@@ -213,9 +210,7 @@ DraftTree Eagle3Drafter::expand(const TreePolicy& policy) {
   return grow_tree(
       b, spec_.hidden_size, s_.ids, s_.pos, s_.g, s_.h2, s_.logits,
       [&](Encoder& enc, int F, const Tensor& mask, int slot0) { encode_forward(enc, F, nullptr, length_, slot0, mask, 0); },
-      [&](int F) {
-        if (lm_head_coarse_.defined()) rescore(F, (spec_.norm_output ? s_.hn : s_.h2).data<float>());
-      });
+      [&](int F) { rescore(F, 0); });
 }
 
 }  // namespace eyas::speculative

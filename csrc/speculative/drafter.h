@@ -31,7 +31,8 @@ struct DrafterSpec {
 class Eagle3Drafter : public RuntimeDrafter {
  public:
   // weights: fc, fc.bias (optional), hidden_norm, input_norm, attn_{q,k,v,output}, post_norm,
-  // ffn_{gate,up,down}, output_norm, output, token_embd. d2t: [Vd] absolute target ids (empty = identity).
+  // ffn_{gate,up,down}, output_norm, output, token_embd; output_coarse (optional, Q4_0 [Vd, H]): the
+  // scoring copy of `output` when rescore_rows > 0 (built here from `output` when absent). d2t: [Vd] absolute target ids (empty = identity).
   Eagle3Drafter(DrafterSpec spec, std::map<std::string, Tensor> weights, std::vector<int32_t> d2t,
                 int max_context, std::shared_ptr<Device> device);
 
@@ -50,13 +51,12 @@ class Eagle3Drafter : public RuntimeDrafter {
     Tensor ids, pos, g, e, en, gn, u, q, k, v, o, attn, h1, n, gate, up, down, h2, hn, logits;
   };
   void ensure_scratch(int rows);
-  void build_coarse_head();  // lm_head_coarse_: lm_head_ requantized to Q4_0 row by row
   // Encodes one forward over T rows; logits for rows [logit_row0, T).
   void encode_forward(Encoder& enc, int T, const Tensor* aux, int prefix, int slot0, const Tensor& mask,
                       int logit_row0);
-  // After a committed forward whose L logit rows came from the coarse head: the rescore_rows best of
-  // each row recomputed from lm_head_. head_in: F32 [L, H], the rows the head read.
-  void rescore(int L, const float* head_in);
+  // After a committed forward with L logit rows from activation row logit_row0 on: with a coarse head,
+  // the rescore_rows best of each row recomputed from lm_head_ (nothing without one).
+  void rescore(int L, int logit_row0);
 
   DrafterSpec spec_;
   std::vector<int32_t> d2t_;

@@ -219,8 +219,8 @@ class DepthChooser:
     def choose(self) -> int:
         self.rounds += 1
         self._probing = False
-        if self.fixed:
-            if self.rounds == 1 and not self.warm:
+        if self.fixed:  # (never warm: sampling carries nothing over)
+            if self.rounds == 1:
                 return 1
         elif self.rounds <= self.WARMUP_ROUNDS:  # untimed rounds: one drafted token, the cheapest sign of
             known = self.cost[0] is not None and self.cost[1] is not None  # whether drafting pays, or none
