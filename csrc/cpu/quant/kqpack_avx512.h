@@ -98,20 +98,24 @@ static inline __m512i k5_fifth_bits(__m512i h, int bit) {
 // so the int sums fit the 32 registers. Same integers, same float adds. Cold 8192x2048 / 2048x8192,
 // 2 threads, Intel VM, T = 8: Q4_K 576-590 / 624-654 -> 543-549 / 554-563 us, Q5_K 761-808 / 767-795
 // -> 672-682 / 670-672 us (warm: Q4_K even, Q5_K 599-603 -> 510 us).
-template <WKind K, int RT>
-static void k45_rows(const Job& j, const int32_t* pairs, int64_t n, int64_t r0) {
+template <WKind K, int RT, int S>
+static void k45_rows(const Job& j, const int32_t* pairs, const int64_t (&ns)[S], int64_t r0) {
   constexpr bool kWide = RT > 4;
+  static_assert(!kWide || S == 1, "passes of many rows walk one group at a time");
   constexpr KPackAt at = kpack_at(K);
   const int64_t nb = j.k / 256;
-  const uint8_t* src = j.wpack + size_t(n / 16) * size_t(nb) * at.bytes;
+  const uint8_t* srcs[S];
+  for (int g = 0; g < S; ++g) srcs[g] = j.wpack + size_t(ns[g] / 16) * size_t(nb) * at.bytes;
   const __m512i m4 = _mm512_set1_epi8(0x0F);
   const uint8_t* xq0 = reinterpret_cast<const uint8_t*>(j.act.qs + r0 * j.k);
-  __m512 acc[kWide ? 1 : RT];
+  __m512 accs[S][kWide ? 1 : RT];
   if constexpr (kWide) {
-    for (int t = 0; t < RT; ++t) _mm512_storeu_ps(j.y + (r0 + t) * j.n + n, _mm512_setzero_ps());
+    for (int t = 0; t < RT; ++t) _mm512_storeu_ps(j.y + (r0 + t) * j.n + ns[0], _mm512_setzero_ps());
   } else {
 #pragma GCC unroll 16
-    for (int t = 0; t < RT; ++t) acc[t] = _mm512_setzero_ps();
+    for (int g = 0; g < S; ++g)
+#pragma GCC unroll 16
+      for (int t = 0; t < RT; ++t) accs[g][t] = _mm512_setzero_ps();
   }
   // Plane r of sub-block pair c: the low nibbles (sub-block 2c) or the high ones (2c + 1). Q4_K's high
   // nibbles stay in place (16 x their value), their dots shifted down once per c, exactly (8 dots of 4
@@ -125,57 +129,63 @@ static void k45_rows(const Job& j, const int32_t* pairs, int64_t n, int64_t r0) 
     return q;
   };
   for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* s = src + b * at.bytes;
-    kq_prefetch_next<at.bytes>(s);
-    __m512i i1[RT];
-#pragma GCC unroll 16
-    for (int t = 0; t < RT; ++t) i1[t] = _mm512_setzero_si512();
 #pragma GCC unroll 4
-    for (int c = 0; c < 4; ++c) {
-      const __m512i scl = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + at.sc + 32 * c)));
-      const __m512i sch = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + at.sc + 16 + 32 * c)));
-      if constexpr (kWide) {
-#pragma GCC unroll 2
-        for (int high = 0; high < 2; ++high) {
-          __m512i d[RT];
+    for (int g = 0; g < S; ++g) {
+      const int64_t n = ns[g];
+      __m512* acc = accs[g];
+      const uint8_t* s = srcs[g] + b * at.bytes;
+      kq_prefetch_next<at.bytes>(s);
+      __m512i i1[RT];
 #pragma GCC unroll 16
-          for (int t = 0; t < RT; ++t) d[t] = _mm512_setzero_si512();
+      for (int t = 0; t < RT; ++t) i1[t] = _mm512_setzero_si512();
+#pragma GCC unroll 4
+      for (int c = 0; c < 4; ++c) {
+        const __m512i scl = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + at.sc + 32 * c)));
+        const __m512i sch = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + at.sc + 16 + 32 * c)));
+        if constexpr (kWide) {
+#pragma GCC unroll 2
+          for (int high = 0; high < 2; ++high) {
+            __m512i d[RT];
+#pragma GCC unroll 16
+            for (int t = 0; t < RT; ++t) d[t] = _mm512_setzero_si512();
+#pragma GCC unroll 8
+            for (int r = 0; r < 8; ++r) {
+              const __m512i q = quants(s, c, r, high);
+#pragma GCC unroll 16
+              for (int t = 0; t < RT; ++t) d[t] = dpbusd_bcast(d[t], q, xq0 + t * j.k + b * 256 + 64 * c + 32 * high + 4 * r);
+            }
+#pragma GCC unroll 16
+            for (int t = 0; t < RT; ++t)
+              i1[t] = _mm512_add_epi32(i1[t], _mm512_mullo_epi32(K != kQ5_K && high ? _mm512_srai_epi32(d[t], 4) : d[t], high ? sch : scl));
+          }
+        } else {
+          __m512i dl[RT], dh[RT];
+#pragma GCC unroll 16
+          for (int t = 0; t < RT; ++t) dl[t] = dh[t] = _mm512_setzero_si512();
 #pragma GCC unroll 8
           for (int r = 0; r < 8; ++r) {
-            const __m512i q = quants(s, c, r, high);
+            const __m512i lo = quants(s, c, r, false), hi = quants(s, c, r, true);
 #pragma GCC unroll 16
-            for (int t = 0; t < RT; ++t) d[t] = dpbusd_bcast(d[t], q, xq0 + t * j.k + b * 256 + 64 * c + 32 * high + 4 * r);
+            for (int t = 0; t < RT; ++t) {
+              const uint8_t* xq = xq0 + t * j.k + b * 256 + 64 * c + 4 * r;
+              dl[t] = dpbusd_bcast(dl[t], lo, xq);
+              dh[t] = dpbusd_bcast(dh[t], hi, xq + 32);
+            }
           }
+          if constexpr (K != kQ5_K)
+#pragma GCC unroll 16
+            for (int t = 0; t < RT; ++t) dh[t] = _mm512_srai_epi32(dh[t], 4);
 #pragma GCC unroll 16
           for (int t = 0; t < RT; ++t)
-            i1[t] = _mm512_add_epi32(i1[t], _mm512_mullo_epi32(K != kQ5_K && high ? _mm512_srai_epi32(d[t], 4) : d[t], high ? sch : scl));
+            i1[t] = _mm512_add_epi32(i1[t], _mm512_add_epi32(_mm512_mullo_epi32(dl[t], scl), _mm512_mullo_epi32(dh[t], sch)));
         }
-      } else {
-        __m512i dl[RT], dh[RT];
-#pragma GCC unroll 16
-        for (int t = 0; t < RT; ++t) dl[t] = dh[t] = _mm512_setzero_si512();
-#pragma GCC unroll 8
-        for (int r = 0; r < 8; ++r) {
-          const __m512i lo = quants(s, c, r, false), hi = quants(s, c, r, true);
-#pragma GCC unroll 16
-          for (int t = 0; t < RT; ++t) {
-            const uint8_t* xq = xq0 + t * j.k + b * 256 + 64 * c + 4 * r;
-            dl[t] = dpbusd_bcast(dl[t], lo, xq);
-            dh[t] = dpbusd_bcast(dh[t], hi, xq + 32);
-          }
-        }
-        if constexpr (K != kQ5_K)
-#pragma GCC unroll 16
-          for (int t = 0; t < RT; ++t) dh[t] = _mm512_srai_epi32(dh[t], 4);
-#pragma GCC unroll 16
-        for (int t = 0; t < RT; ++t)
-          i1[t] = _mm512_add_epi32(i1[t], _mm512_add_epi32(_mm512_mullo_epi32(dl[t], scl), _mm512_mullo_epi32(dh[t], sch)));
       }
+      kq_add_block_terms<K, RT, kWide>(j, KqBlockTerm<K>(s), pairs, b, n, r0, i1, acc);
     }
-    kq_add_block_terms<K, RT, kWide>(j, KqBlockTerm<K>(s), pairs, b, n, r0, i1, acc);
   }
   if constexpr (!kWide)
-    for (int t = 0; t < RT; ++t) _mm512_storeu_ps(j.y + (r0 + t) * j.n + n, acc[t]);
+    for (int g = 0; g < S; ++g)
+      for (int t = 0; t < RT; ++t) _mm512_storeu_ps(j.y + (r0 + t) * j.n + ns[g], accs[g][t]);
 }
 
 // Q6_K pack block s: the quants (0..63) of plane (h, e, r), low nibbles (elements 128h + 32e + 4r ..)
@@ -198,74 +208,84 @@ static inline __m512i k6_scale(const uint8_t* s, int g) {  // word g % 2 of pair
 // at ~9 ops per two vectors costs Q6_K more than its dot products at 4 rows: their float sums stay
 // in y and the low- and high-nibble sub-blocks run one after the other, so the int sums fit the
 // 32 registers. Integer adds in another order and the same float adds: the same bits.
-template <int RT>
-static void k6_rows(const Job& j, const int32_t* pairs, int64_t n, int64_t r0) {
+template <int RT, int S>
+static void k6_rows(const Job& j, const int32_t* pairs, const int64_t (&ns)[S], int64_t r0) {
   constexpr bool kWide = RT > 4;
+  static_assert(!kWide || S == 1, "passes of many rows walk one group at a time");
   const int64_t nb = j.k / 256;
-  const uint8_t* src = j.wpack + size_t(n / 16) * size_t(nb) * kQ6KPackBlockBytes;
+  const uint8_t* srcs[S];
+  for (int g = 0; g < S; ++g) srcs[g] = j.wpack + size_t(ns[g] / 16) * size_t(nb) * kQ6KPackBlockBytes;
   const uint8_t* xq0 = reinterpret_cast<const uint8_t*>(j.act.qs + r0 * j.k);
-  __m512 acc[kWide ? 1 : RT];
+  __m512 accs[S][kWide ? 1 : RT];
   if constexpr (kWide) {
-    for (int t = 0; t < RT; ++t) _mm512_storeu_ps(j.y + (r0 + t) * j.n + n, _mm512_setzero_ps());
+    for (int t = 0; t < RT; ++t) _mm512_storeu_ps(j.y + (r0 + t) * j.n + ns[0], _mm512_setzero_ps());
   } else {
 #pragma GCC unroll 16
-    for (int t = 0; t < RT; ++t) acc[t] = _mm512_setzero_ps();
+    for (int g = 0; g < S; ++g)
+#pragma GCC unroll 16
+      for (int t = 0; t < RT; ++t) accs[g][t] = _mm512_setzero_ps();
   }
   for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* s = src + b * kQ6KPackBlockBytes;
-    kq_prefetch_next<kQ6KPackBlockBytes>(s);
-    __m512i iv[RT];
+#pragma GCC unroll 4
+    for (int g = 0; g < S; ++g) {
+      const int64_t n = ns[g];
+      __m512* acc = accs[g];
+      const uint8_t* s = srcs[g] + b * kQ6KPackBlockBytes;
+      kq_prefetch_next<kQ6KPackBlockBytes>(s);
+      __m512i iv[RT];
 #pragma GCC unroll 16
-    for (int t = 0; t < RT; ++t) iv[t] = _mm512_setzero_si512();
+      for (int t = 0; t < RT; ++t) iv[t] = _mm512_setzero_si512();
 #pragma GCC unroll 2
-    for (int h = 0; h < 2; ++h)
+      for (int h = 0; h < 2; ++h)
 #pragma GCC unroll 2
-      for (int e = 0; e < 2; ++e)
+        for (int e = 0; e < 2; ++e)
 #pragma GCC unroll 2
-        for (int rr = 0; rr < 2; ++rr) {  // sub-blocks 8h + 2e + rr (low nibbles), + 4 (high)
-          const int gl = 8 * h + 2 * e + rr, gh = gl + 4;
-          // sub-block gl's quants (low nibbles) or gh's (high) of plane r
-          auto quants = [&](int r, bool high) { return k6_quants(s, h, e, r, high); };
-          auto xq = [&](int t, int r) { return xq0 + t * j.k + b * 256 + 128 * h + 32 * e + 4 * r; };
-          if constexpr (kWide) {
+          for (int rr = 0; rr < 2; ++rr) {  // sub-blocks 8h + 2e + rr (low nibbles), + 4 (high)
+            const int gl = 8 * h + 2 * e + rr, gh = gl + 4;
+            // sub-block gl's quants (low nibbles) or gh's (high) of plane r
+            auto quants = [&](int r, bool high) { return k6_quants(s, h, e, r, high); };
+            auto xq = [&](int t, int r) { return xq0 + t * j.k + b * 256 + 128 * h + 32 * e + 4 * r; };
+            if constexpr (kWide) {
 #pragma GCC unroll 2
-            for (int half = 0; half < 2; ++half) {
-              __m512i d[RT];
+              for (int half = 0; half < 2; ++half) {
+                __m512i d[RT];
 #pragma GCC unroll 16
-              for (int t = 0; t < RT; ++t) d[t] = _mm512_setzero_si512();
+                for (int t = 0; t < RT; ++t) d[t] = _mm512_setzero_si512();
+#pragma GCC unroll 4
+                for (int r = 4 * rr; r < 4 * rr + 4; ++r) {
+                  const __m512i q = quants(r, half);
+#pragma GCC unroll 16
+                  for (int t = 0; t < RT; ++t) d[t] = dpbusd_bcast(d[t], q, xq(t, r) + 64 * half);
+                }
+                const __m512i sc = k6_scale(s, half ? gh : gl);
+#pragma GCC unroll 16
+                for (int t = 0; t < RT; ++t) iv[t] = _mm512_add_epi32(iv[t], _mm512_mullo_epi32(d[t], sc));
+              }
+            } else {
+              __m512i dl[RT], dh[RT];
+#pragma GCC unroll 16
+              for (int t = 0; t < RT; ++t) dl[t] = dh[t] = _mm512_setzero_si512();
 #pragma GCC unroll 4
               for (int r = 4 * rr; r < 4 * rr + 4; ++r) {
-                const __m512i q = quants(r, half);
+                const __m512i lo = quants(r, false), hi = quants(r, true);
 #pragma GCC unroll 16
-                for (int t = 0; t < RT; ++t) d[t] = dpbusd_bcast(d[t], q, xq(t, r) + 64 * half);
+                for (int t = 0; t < RT; ++t) {
+                  dl[t] = dpbusd_bcast(dl[t], lo, xq(t, r));
+                  dh[t] = dpbusd_bcast(dh[t], hi, xq(t, r) + 64);
+                }
               }
-              const __m512i sc = k6_scale(s, half ? gh : gl);
+              const __m512i sl = k6_scale(s, gl), sh = k6_scale(s, gh);
 #pragma GCC unroll 16
-              for (int t = 0; t < RT; ++t) iv[t] = _mm512_add_epi32(iv[t], _mm512_mullo_epi32(d[t], sc));
+              for (int t = 0; t < RT; ++t)
+                iv[t] = _mm512_add_epi32(iv[t], _mm512_add_epi32(_mm512_mullo_epi32(dl[t], sl), _mm512_mullo_epi32(dh[t], sh)));
             }
-          } else {
-            __m512i dl[RT], dh[RT];
-#pragma GCC unroll 16
-            for (int t = 0; t < RT; ++t) dl[t] = dh[t] = _mm512_setzero_si512();
-#pragma GCC unroll 4
-            for (int r = 4 * rr; r < 4 * rr + 4; ++r) {
-              const __m512i lo = quants(r, false), hi = quants(r, true);
-#pragma GCC unroll 16
-              for (int t = 0; t < RT; ++t) {
-                dl[t] = dpbusd_bcast(dl[t], lo, xq(t, r));
-                dh[t] = dpbusd_bcast(dh[t], hi, xq(t, r) + 64);
-              }
-            }
-            const __m512i sl = k6_scale(s, gl), sh = k6_scale(s, gh);
-#pragma GCC unroll 16
-            for (int t = 0; t < RT; ++t)
-              iv[t] = _mm512_add_epi32(iv[t], _mm512_add_epi32(_mm512_mullo_epi32(dl[t], sl), _mm512_mullo_epi32(dh[t], sh)));
           }
-        }
-    kq_add_block_terms<kQ6_K, RT, kWide>(j, KqBlockTerm<kQ6_K>(s), pairs, b, n, r0, iv, acc);
+      kq_add_block_terms<kQ6_K, RT, kWide>(j, KqBlockTerm<kQ6_K>(s), pairs, b, n, r0, iv, acc);
+    }
   }
   if constexpr (!kWide)
-    for (int t = 0; t < RT; ++t) _mm512_storeu_ps(j.y + (r0 + t) * j.n + n, acc[t]);
+    for (int g = 0; g < S; ++g)
+      for (int t = 0; t < RT; ++t) _mm512_storeu_ps(j.y + (r0 + t) * j.n + ns[g], accs[g][t]);
 }
 
 // Many rows: a 16-column group's quants are unpacked once into u8 planes (plane p of block b: elements
@@ -358,10 +378,15 @@ static void kq_rows_unpacked(const Job& j, const int32_t* pairs, const uint8_t* 
   for (int t = 0; t < RT; ++t) _mm512_storeu_ps(j.y + (r0 + t) * j.n + n, acc[t]);
 }
 
+template <WKind K, int RT, int S>
+static inline void kq_rows(const Job& j, const int32_t* pairs, const int64_t (&ns)[S], int64_t r0) {
+  if constexpr (K == kQ6_K) k6_rows<RT, S>(j, pairs, ns, r0);
+  else k45_rows<K, RT, S>(j, pairs, ns, r0);
+}
 template <WKind K, int RT>
 static inline void kq_rows(const Job& j, const int32_t* pairs, int64_t n, int64_t r0) {
-  if constexpr (K == kQ6_K) k6_rows<RT>(j, pairs, n, r0);
-  else k45_rows<K, RT>(j, pairs, n, r0);
+  const int64_t one[1] = {n};
+  kq_rows<K, RT, 1>(j, pairs, one, r0);
 }
 
 // Rows [r, T) over an unpacked group in passes of 8 (then 4, 3, 2, 1); next as in kq_rows_unpacked,
@@ -379,6 +404,17 @@ static void kq_unpacked_passes(const Job& j, const int32_t* pairs, const uint8_t
   if (j.t - r == 3) pass(std::integral_constant<int, 3>{});
   if (j.t - r == 2) pass(std::integral_constant<int, 2>{});
   if (j.t - r == 1) pass(std::integral_constant<int, 1>{});
+}
+
+// One or two activation rows make the weights a pure stream. On Intel cores one stream per thread left
+// DRAM idle: cold 8192x2048 / 2048x8192 at T = 1, 2 threads, the AMX VM (docs/performance.md §8.7), two
+// groups from two ranges at once (walk_group_streams) took Q4_K 20-23 -> 25-26 GB/s, Q5_K 20-21 -> 23-24,
+// Q6_K 21-22 -> 23-25, T = 2 Q4_K 462-469 -> 390-402 us; 3 or 4 rows, or 3-4 streams, gained nothing.
+// Zen 5 streamed one group faster than several (above), so other vendors keep one.
+constexpr int kKqStreamRows = 2;
+static bool kq_two_streams() {
+  static const bool intel = __builtin_cpu_is("intel");
+  return intel;
 }
 
 // Every row over the pack; rows past N / 16 * 16 (and every row without a pack) on the GGUF path.
@@ -405,8 +441,14 @@ void cols_kq_packed(const Job& j, int64_t n0, int64_t n1) {
       // 472-477 / 497-523 / 533-610 us, Q6_K 845-865 / 898-950 / 952-1,243 -> 680-686 / 732-742 / 804-850;
       // SmolLM2-1.7B Q4_K_M verify of 5 / 6 / 7 nodes 68.0-70.0 / 74.4-77.6 / 77.1-81.3 -> 60.2-60.8 /
       // 64.2-64.4 / 69.8-72.5 ms.
-      for (int64_t n = n0; n < full; n += 16)
-        for_row_passes(0, j.t, [&](auto rows, int64_t r) { kq_rows<K, decltype(rows)::value>(j, pairs, n, r); });
+      if (j.t <= kKqStreamRows && kq_two_streams())
+        walk_group_streams<2>(n0, full, [&](const auto& ns) {
+          if (j.t == 1) kq_rows<K, 1>(j, pairs, ns, 0);
+          else kq_rows<K, 2>(j, pairs, ns, 0);
+        });
+      else
+        for (int64_t n = n0; n < full; n += 16)
+          for_row_passes(0, j.t, [&](auto rows, int64_t r) { kq_rows<K, decltype(rows)::value>(j, pairs, n, r); });
     }
   }
   if (full < n1) cols_kquant_v<K>(j, full, n1);  // after: it reuses the kernel scratch
