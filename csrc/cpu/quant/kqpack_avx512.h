@@ -410,7 +410,9 @@ static void kq_unpacked_passes(const Job& j, const int32_t* pairs, const uint8_t
 // DRAM idle: cold 8192x2048 / 2048x8192 at T = 1, 2 threads, the AMX VM (docs/performance.md §8.7), two
 // groups from two ranges at once (walk_group_streams) took Q4_K 20-23 -> 25-26 GB/s, Q5_K 20-21 -> 23-24,
 // Q6_K 21-22 -> 23-25, T = 2 Q4_K 462-469 -> 390-402 us; 3 or 4 rows, or 3-4 streams, gained nothing.
-// Zen 5 streamed one group faster than several (above), so other vendors keep one.
+// On the 16-core device host (docs/performance.md §8.6) the same cold runs were even at 2-16 threads (within
+// that host's noise) and 15 % slower at 1 thread. Zen 5 streamed one group faster than several (above), so
+// other vendors keep one.
 constexpr int kKqStreamRows = 2;
 static bool kq_two_streams() {
   static const bool intel = __builtin_cpu_is("intel");
