@@ -59,6 +59,27 @@ def test_ties_prefer_lower_index():
     assert t["parents"].tolist() == [-1, 0, 0, 1]
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_first_level_over_a_large_vocabulary(seed):
+    # A draft vocabulary the size of the bundled one, with repeated values (ties), NaN and -inf among the
+    # logits: the first level holds the top_k by value desc then lower index (NaN ranks as -inf), scored by
+    # the log-softmax over the non-NaN values, whatever SIMD scan picks them.
+    rng = np.random.default_rng(seed)
+    vd, top_k = 16384, 8
+    logits = np.round(rng.standard_normal(vd) * 3, 1).astype(np.float32)  # many exact ties
+    logits[rng.choice(vd, 50, replace=False)] = np.nan
+    logits[rng.choice(vd, 50, replace=False)] = -np.inf
+    b = speculative.TreeBuilder(top_k, 2, top_k + 1, vd)
+    b.start(7, logits)
+    key = np.where(np.isnan(logits), -np.inf, logits)
+    order = sorted(range(vd), key=lambda i: (-key[i], i))[:top_k]
+    assert b.frontier_tokens.tolist() == order
+    t = b.finish()
+    finite = key[np.isfinite(key)].astype(np.float64)
+    lse = finite.max() + np.log(np.exp(finite - finite.max()).sum())
+    np.testing.assert_allclose(t["scores"][1:], key[order] - lse, rtol=0, atol=1e-5)
+
+
 def test_chain_mode():
     b = speculative.TreeBuilder(1, 4, 32, 6)
     b.start(5, np.array([0, 0, 3, 0, 0, 0], np.float32))
