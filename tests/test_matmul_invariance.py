@@ -49,6 +49,25 @@ def test_rows_independent_of_batch_and_threads(wtype, threads):
 
 
 @pytest.mark.parametrize("wtype", qr.ALL_TYPES)
+def test_columns_independent_of_the_other_weight_rows(wtype, threads):
+    # Fused weights (q|k|v, gate|up: one matmul over their rows stacked, in the models and the drafter)
+    # give each part's bits, whether a part's columns fall in whole 16-column groups or in a tail.
+    rng = np.random.default_rng(1)
+    k = qr.edge_k(wtype)
+    widths = (48, 21, 16)
+    parts = [qr.random_weights(rng, wtype, n, k) for n in widths]
+    fused = np.concatenate(parts, axis=0)
+    x = rng.standard_normal((9, k), dtype=np.float32)
+    for nt in (1, 2):
+        _core.set_num_threads(nt)
+        for t in (1, 2, 4, 9):
+            for _ in range(2):  # the second call of a Q8_0 weight runs its repack
+                whole = _core.ops.matmul(x[:t], fused, wtype, (sum(widths), k))
+                each = [_core.ops.matmul(x[:t], w, wtype, (n, k)) for w, n in zip(parts, widths)]
+                assert np.array_equal(whole, np.concatenate(each, axis=1)), f"{wtype}: T={t}, threads={nt}"
+
+
+@pytest.mark.parametrize("wtype", qr.ALL_TYPES)
 def test_every_isa_gives_identical_bits(wtype, isa, threads):
     x, w, n, k = _problem(wtype, seed=1)
     _core.set_num_threads(2)

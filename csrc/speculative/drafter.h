@@ -32,7 +32,9 @@ class Eagle3Drafter : public RuntimeDrafter {
  public:
   // weights: fc, fc.bias (optional), hidden_norm, input_norm, attn_{q,k,v,output}, post_norm,
   // ffn_{gate,up,down}, output_norm, output, token_embd; output_coarse (optional, Q4_0 [Vd, H]): the
-  // scoring copy of `output` when rescore_rows > 0 (built here from `output` when absent). d2t: [Vd] absolute target ids (empty = identity).
+  // scoring copy of `output` when rescore_rows > 0 (built here from `output` when absent); attn_qkv and
+  // ffn_gate_up (optional): the q|k|v and gate|up rows concatenated (built here when absent and each group
+  // shares a type). d2t: [Vd] absolute target ids (empty = identity).
   Eagle3Drafter(DrafterSpec spec, std::map<std::string, Tensor> weights, std::vector<int32_t> d2t,
                 int max_context, std::shared_ptr<Device> device);
 
@@ -48,7 +50,7 @@ class Eagle3Drafter : public RuntimeDrafter {
  private:
   struct Scratch {
     int rows = 0;
-    Tensor ids, pos, g, e, en, gn, u, q, k, v, o, attn, h1, n, gate, up, down, h2, hn, logits;
+    Tensor ids, pos, g, e, en, gn, u, qkv, q, k, v, o, attn, h1, n, gu, gate, up, down, h2, hn, logits;
   };
   void ensure_scratch(int rows);
   // Encodes one forward over T rows; logits for rows [logit_row0, T).
@@ -63,6 +65,7 @@ class Eagle3Drafter : public RuntimeDrafter {
   int cache_slots_;
   Tensor fc_, fc_bias_, hidden_norm_, input_norm_, wq_, wk_, wv_, wo_, post_norm_, w_gate_, w_up_, w_down_;
   Tensor out_norm_, lm_head_, lm_head_coarse_, embd_, inv_freq_, k_cache_, v_cache_;
+  Tensor w_qkv_, w_gate_up_;  // q|k|v and gate|up fused (when each group shares a type), else undefined
   Scratch s_;
 };
 
