@@ -83,6 +83,18 @@ def test_rescored_rows_are_the_stored_heads_logits(drafter):
     assert set(np.argsort(-every)[:4]) <= set(np.flatnonzero(exact))  # the best of the head were recomputed
 
 
+def test_rescored_logits_have_the_same_bits_on_every_simd_level(drafter):
+    # The whole drafter row (its SIMD kernels, the coarse head, the rescored rows) on every SIMD level.
+    levels = _core.ops._simd_levels()
+    want = ingest(runtime(drafter, VD))
+    try:
+        for level in levels:
+            _core.ops._cap_simd(level)
+            assert np.array_equal(ingest(runtime(drafter, VD)).view(np.uint32), want.view(np.uint32)), level
+    finally:
+        _core.ops._cap_simd(levels[-1])
+
+
 def test_rescored_trees_equal_the_stored_heads(drafter):
     a, b = runtime(drafter, VD), runtime(drafter, 16)
     ingest(a, 3), ingest(b, 3)
