@@ -62,6 +62,25 @@ def test_tree_slots_do_not_leak_into_committed_state(setup):
     assert np.array_equal(a.expand(3, 3, 10)["tokens"], b.expand(3, 3, 10)["tokens"])
 
 
+def test_fused_matrices_are_views_of_the_loaders_arrays(setup):
+    # The loader stores q|k|v and gate|up back to back, so a runtime's fused matmuls read those bytes (no
+    # copy per runtime or fork); parts in separate buffers are copied together, with the same results.
+    _, d = setup
+    rng = np.random.default_rng(2)
+    aux = rng.standard_normal((5, 3 * d.spec["target_hidden_size"])).astype(np.float32)
+    tokens = rng.integers(0, d.spec["vocab_size"], 5).astype(np.int32)
+    before = _core._fused_copy_bytes()
+    a = _core.speculative.Eagle3Drafter(d.spec, d.weights, d.d2t, max_context=64)
+    assert _core._fused_copy_bytes() == before
+    apart = {k: (np.array(v[0], copy=True), v[1], v[2]) for k, v in d.weights.items()}
+    b = _core.speculative.Eagle3Drafter(d.spec, apart, d.d2t, max_context=64)
+    assert _core._fused_copy_bytes() > before
+    a.ingest(aux, tokens), b.ingest(aux, tokens)
+    assert np.array_equal(a.last_logits, b.last_logits)
+    ta, tb = a.expand(3, 4, 12), b.expand(3, 4, 12)
+    assert ta["tokens"].tolist() == tb["tokens"].tolist() and np.array_equal(ta["scores"], tb["scores"])
+
+
 def test_truncate_rolls_back(setup):
     _, d = setup
     rng = np.random.default_rng(2)

@@ -100,13 +100,9 @@ Eagle3Drafter::Eagle3Drafter(DrafterSpec s, std::map<std::string, Tensor> w, std
       lm_head_coarse_ = ops::requantize_q4_0_host(kOp, lm_head_);
   }
   // q|k|v and gate|up each as one matmul: one dispatch and one pass over the activations instead of three
-  // and two (the loader's fused copies, shared by every runtime of a drafter, else concatenated here).
-  w_qkv_ = take(w, "attn_qkv", {Q + 2 * KV, 2 * H}, true);
-  if (!w_qkv_.defined() && wq_.dtype == wk_.dtype && wq_.dtype == wv_.dtype) w_qkv_ = model::concat_rows({&wq_, &wk_, &wv_});
-  w_gate_up_ = take(w, "ffn_gate_up", {2 * I, H}, true);
-  if (!w_gate_up_.defined() && w_gate_.dtype == w_up_.dtype) w_gate_up_ = model::concat_rows({&w_gate_, &w_up_});
-  for (const Tensor* t : {&w_qkv_, &w_gate_up_})
-    if (t->defined() && !ops::matmul_supports(t->dtype)) fail(kOp, "weight type " + t->describe() + " is not supported");
+  // and two. A view when the parts lie back to back (the loader stores them so), else a copy.
+  if (wq_.dtype == wk_.dtype && wq_.dtype == wv_.dtype) w_qkv_ = model::concat_rows({&wq_, &wk_, &wv_});
+  if (w_gate_.dtype == w_up_.dtype) w_gate_up_ = model::concat_rows({&w_gate_, &w_up_});
   inv_freq_ = Tensor::empty(DType::F32, {int64_t(spec_.rope_inv_freq.size())});
   std::memcpy(inv_freq_.data<float>(), spec_.rope_inv_freq.data(), spec_.rope_inv_freq.size() * sizeof(float));
   cache_slots_ = max_context_ + kTreeSlots;

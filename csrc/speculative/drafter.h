@@ -32,9 +32,8 @@ class Eagle3Drafter : public RuntimeDrafter {
  public:
   // weights: fc, fc.bias (optional), hidden_norm, input_norm, attn_{q,k,v,output}, post_norm,
   // ffn_{gate,up,down}, output_norm, output, token_embd; output_coarse (optional, Q4_0 [Vd, H]): the
-  // scoring copy of `output` when rescore_rows > 0 (built here from `output` when absent); attn_qkv and
-  // ffn_gate_up (optional): the q|k|v and gate|up rows concatenated (built here when absent and each group
-  // shares a type). d2t: [Vd] absolute target ids (empty = identity).
+  // scoring copy of `output` when rescore_rows > 0 (built here from `output` when absent). d2t: [Vd]
+  // absolute target ids (empty = identity).
   Eagle3Drafter(DrafterSpec spec, std::map<std::string, Tensor> weights, std::vector<int32_t> d2t,
                 int max_context, std::shared_ptr<Device> device);
 
