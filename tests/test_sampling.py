@@ -147,6 +147,37 @@ def test_a_draw_is_the_inverse_cdf_of_target_probs():
             assert draw(x, a, **kw) == int(np.searchsorted(p, b.uniform(), side="right"))
 
 
+@pytest.mark.parametrize("kw", [dict(temperature=0.7), dict(temperature=1.0), dict(temperature=0.7, top_p=0.9),
+                                dict(temperature=1.0, top_p=0.5), dict(temperature=0.7, top_k=100, top_p=0.95)])
+def test_draws_over_whole_vocabularies_are_the_inverse_cdf_of_target_probs(kw):
+    """sample() never builds target_probs' row (it divides each probability as its scan reaches it, and
+    skips 64 ids at a time under the nucleus bound): its draws over the 5K and 49K-token rows of every
+    selection path, ties and -inf included, are still the inverse CDF of that row."""
+    for k, x in enumerate(rows()):
+        p = np.cumsum(speculative.target_probs(x, **kw))
+        a, b = speculative.Rng(k), speculative.Rng(k)
+        for _ in range(40):
+            assert draw(x, a, **kw) == int(np.searchsorted(p, b.uniform(), side="right"))
+
+
+@pytest.mark.parametrize("at", [0, 255, 256, 300, 49151])
+def test_a_nan_is_named_wherever_it_is_in_a_long_row(at):
+    x = np.zeros(49152, np.float32)
+    x[at] = np.nan
+    x[at + 1:] = np.nan  # the first one is named
+    for temperature in (0.0, 0.7):
+        with pytest.raises(ValueError, match=rf"^\[sample\] logits contain NaN at index {at}$"):
+            draw(x, speculative.Rng(0), temperature=temperature)
+
+
+def test_one_live_token_among_minus_inf_is_drawn_wherever_it_is():
+    for at in (0, 63, 64, 49151):
+        x = np.full(49152, -np.inf, np.float32)
+        x[at] = -3.0
+        assert draw(x, speculative.Rng(1), temperature=0.7, top_p=0.9) == at
+        assert draw(x, speculative.Rng(1), temperature=1.3) == at
+
+
 def chi2(counts, probs):
     live = probs > 0
     expected = probs[live] * counts.sum()

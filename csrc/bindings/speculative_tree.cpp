@@ -74,15 +74,9 @@ EYAS_BINDINGS(speculative_tree) {
         const float* x = t.data<float>();
         const int64_t n = t.dim(0);
         if (n < 1) fail(op, "logits must not be empty");
-        bool any_finite = false;
-        for (int64_t i = 0; i < n; ++i) {
-          if (std::isnan(x[i])) fail(op, "logits contain NaN at index " + std::to_string(i));
-          any_finite |= x[i] > -INFINITY;
-        }
-        if (!any_finite) fail(op, "logits are all -inf: no token can be drawn");
-        thread_local std::vector<double> probs;  // V doubles, reused: plain sampled decoding draws every token
+        check_logits_row(op, x, n);
         nb::gil_scoped_release release;
-        return sample_token(x, n, p, rng, probs);
+        return sample_token(x, n, p, rng);
       },
       "logits"_a, nb::kw_only(), "temperature"_a = 0.0f, "top_k"_a = 0, "top_p"_a = 1.0f, "rng"_a,
       "One token from logits F32[V] (argmax when temperature == 0; else softmax(logits/T), top-k, then top-p), "

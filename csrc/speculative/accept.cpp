@@ -61,8 +61,7 @@ AcceptResult accept_tree(const RowLogits& row_logits, int64_t vocab, const int32
   // from rng), so the emitted tokens are plain decoding's, draw for draw, whatever the tree; a sampled
   // child is accepted with its probability p(x), siblings with the sum of theirs, as in rejection
   // sampling with the draft treated as deterministic.
-  std::vector<double> p;
-  return walk(tokens, parents, n, [&](int32_t node) { return sample_token(row_logits(node), vocab, params, rng, p); });
+  return walk(tokens, parents, n, [&](int32_t node) { return sample_token(row_logits(node), vocab, params, rng); });
 }
 
 }  // namespace eyas::speculative

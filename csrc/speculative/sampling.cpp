@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <string>
 #include <utility>
 
 #include "core/tensor.h"
@@ -16,27 +17,44 @@ void check_sampling(const char* op, const SamplingParams& p) {
   if (!(p.top_p > 0.0f && p.top_p <= 1.0f)) fail(op, "top_p must be in (0, 1]");
 }
 
+void check_logits_row(const char* op, const float* x, int64_t n) {
+  int live = 0;
+  for (int64_t c = 0; c < n; c += 256) {  // no branch per value, so the inner loops vectorize
+    const int64_t end = std::min(n, c + 256);
+    int bad = 0;
+    for (int64_t i = c; i < end; ++i) {
+      bad |= x[i] != x[i];
+      live |= x[i] > -INFINITY;
+    }
+    if (bad)
+      for (int64_t i = c; i < end; ++i)
+        if (std::isnan(x[i])) fail(op, "logits contain NaN at index " + std::to_string(i));
+  }
+  if (!live) fail(op, "logits are all -inf: no token can be drawn");
+}
+
 int32_t argmax_row(const float* x, int64_t n) { return ops::argmax_row_host(x, int(n)); }
 
 namespace {
 
 // Ranks ids by probability desc, ties by lower id: a strict total order, so the best m ids in
-// this order are exactly the first m of a full stable sort.
+// this order are exactly the first m of a full stable sort. p: the softmax row (float; as doubles they
+// compare the same).
 struct RanksBefore {
-  const double* p;
+  const float* p;
   bool operator()(int32_t a, int32_t b) const { return p[a] > p[b] || (p[a] == p[b] && a < b); }
 };
 
 // order = the best m ids of probs[n], best first. Small m: one pass with a heap of the best so
 // far (most ids fail the first comparison against the heap's worst). Large m: the m-th largest
 // value by selection over a copy, then only the ids at or above it are sorted.
-void best_ids(const double* probs, int64_t n, size_t m, std::vector<int32_t>& order) {
+void best_ids(const float* probs, int64_t n, size_t m, std::vector<int32_t>& order) {
   const RanksBefore before{probs};
   order.clear();
   if (m > 64) {
-    std::vector<double> values(probs, probs + n);
-    std::nth_element(values.begin(), values.begin() + (m - 1), values.end(), std::greater<double>());
-    const double threshold = values[m - 1];
+    std::vector<float> values(probs, probs + n);
+    std::nth_element(values.begin(), values.begin() + (m - 1), values.end(), std::greater<float>());
+    const float threshold = values[m - 1];
     for (int64_t i = 0; i < n; ++i)
       if (probs[i] >= threshold) order.push_back(int32_t(i));
     std::sort(order.begin(), order.end(), before);
@@ -63,17 +81,29 @@ void best_ids(const double* probs, int64_t n, size_t m, std::vector<int32_t>& or
 // nucleus gets sorted. One bucket more than needed is taken: the histogram sums in another order
 // than the ranked cumulative sum and may round differently.
 // mass_of[n]: the probabilities times `sum` (probability i is mass_of[i] / sum).
-void nucleus_candidates(const double* mass_of, int64_t n, double sum, double top_p, std::vector<int32_t>& ids) {
+void nucleus_candidates(const float* mass_of, int64_t n, double sum, double top_p, std::vector<int32_t>& ids) {
   // Ids under `floor` hold less than (1 - top_p) / 4 together, so the ids above it reach top_p before
   // any of them is needed: only those are bucketed (most of a vocabulary is far below it). A bound a
   // little under floor x sum skips the division for them.
   const double floor = (1.0 - top_p) / (4.0 * double(n)), loose = floor * sum * (1.0 - 1e-9);
-  std::vector<std::pair<int32_t, double>> above;  // (id, probability)
-  for (int64_t i = 0; i < n; ++i)
-    if (mass_of[i] >= loose) {
-      const double q = mass_of[i] / sum;
-      if (q >= floor) above.push_back({int32_t(i), q});
-    }
+  thread_local std::vector<std::pair<int32_t, double>> above;  // (id, probability)
+  above.clear();
+  // Most of a vocabulary is under the bound: 64 ids at a time are skipped by a float comparison that
+  // vectorizes (at_least: the least float whose double is >= loose, so x >= at_least iff double(x) >= loose).
+  float at_least = float(loose);
+  if (double(at_least) < loose) at_least = std::nextafter(at_least, INFINITY);
+  constexpr int64_t kChunk = 64;
+  for (int64_t c = 0; c < n; c += kChunk) {
+    const int64_t end = std::min(n, c + kChunk);
+    int hit = 0;
+    for (int64_t i = c; i < end; ++i) hit |= mass_of[i] >= at_least;
+    if (!hit) continue;
+    for (int64_t i = c; i < end; ++i)
+      if (double(mass_of[i]) >= loose) {
+        const double q = double(mass_of[i]) / sum;
+        if (q >= floor) above.push_back({int32_t(i), q});
+      }
+  }
   constexpr int kShift = 49;                // exponent and 3 mantissa bits of a non-negative double
   constexpr size_t kBuckets = 0x1FF8 + 1;   // 1.0 (0x3FF0...) >> kShift = 0x1FF8; probs are <= 1
   auto bucket = [](double x) {
@@ -81,7 +111,8 @@ void nucleus_candidates(const double* mass_of, int64_t n, double sum, double top
     std::memcpy(&bits, &x, sizeof bits);
     return std::min(size_t(bits >> kShift), kBuckets - 1);
   };
-  std::vector<double> mass(kBuckets, 0.0);
+  thread_local std::vector<double> mass;
+  mass.assign(kBuckets, 0.0);
   for (const auto& [i, q] : above) mass[bucket(q)] += q;
   size_t b = kBuckets - 1;
   for (double acc = 0.0; b > 0; --b) {
@@ -94,19 +125,43 @@ void nucleus_candidates(const double* mass_of, int64_t n, double sum, double top
     if (bucket(q) >= lowest) ids.push_back(i);
 }
 
-// target_probs without spreading a filtered result over the vocabulary. Unfiltered: probs[n] is the
-// distribution, false. Filtered (top_k or top_p cut it): true, `kept` the ids kept (ranked) and `head`
-// their probabilities; probs then holds unnormalised masses. Only the ids a filter reads are divided by
-// the mass (the division ranks nothing differently: distinct floats stay distinct doubles over one
-// positive sum), so a filtered row costs no division per token of the vocabulary.
-bool filtered_probs(const float* logits, int64_t n, const SamplingParams& p, std::vector<double>& probs,
-                    std::vector<int32_t>& kept, std::vector<double>& head) {
-  probs.resize(size_t(n));  // every entry is written below
+// The sum of v[n] as doubles in 8 interleaved partial sums (element i into sum i % 8), added pairwise in a
+// fixed order: total_mass's rule, for the float row and the double one alike.
+template <typename T>
+double lane_sum(const T* v, size_t n) {
+  double lanes[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  const size_t body = n & ~size_t(7);
+  for (size_t i = 0; i < body; i += 8)
+    for (int l = 0; l < 8; ++l) lanes[l] += double(v[i + l]);
+  for (size_t i = body; i < n; ++i) lanes[i & 7] += double(v[i]);
+  return ((lanes[0] + lanes[4]) + (lanes[2] + lanes[6])) + ((lanes[1] + lanes[5]) + (lanes[3] + lanes[7]));
+}
+
+// The sampling distribution of one row, kept in the float softmax row it starts from: probability i is
+// double(e[i]) / sum (the float row renormalised in double), computed only where a filter or a draw reads
+// it, so a row costs no double copy of the vocabulary and no division per token. Filtered (top_k or top_p
+// cut it): `kept` the ids kept (ranked) and `head` their probabilities, renormalised.
+struct RowDistribution {
+  const float* e = nullptr;
+  int64_t n = 0;
+  double sum = 1.0;
+  int32_t only = -1;  // >= 0: a degenerate row (NaN, inf, all -inf): all mass on this id (the argmax)
+  bool filtered = false;
+  std::vector<int32_t>* kept = nullptr;
+  std::vector<double>* head = nullptr;
+  double prob(int32_t i) const { return double(e[i]) / sum; }
+};
+
+void row_distribution(const float* logits, int64_t n, const SamplingParams& p, RowDistribution& d) {
   // softmax(logits / T) by the CPU softmax kernel (float, SIMD, the same bits on every path), NaN read
   // as -inf; the ranking and the filters below work on its values as doubles. A NaN, an inf, or every
   // logit -inf makes the kernel's sum NaN and so every output: only then is the row cleaned first.
   thread_local std::vector<float> e;
   e.resize(size_t(n));
+  d.e = e.data();
+  d.n = n;
+  d.only = -1;
+  d.filtered = false;
   ops::softmax_row_host(logits, int(n), p.temperature, e.data());
   if (std::isnan(e[0])) {
     float mx = -INFINITY;
@@ -115,41 +170,36 @@ bool filtered_probs(const float* logits, int64_t n, const SamplingParams& p, std
       mx = std::max(mx, e[size_t(i)]);
     }
     if (!std::isfinite(mx)) {  // all -inf or NaN, or an inf: the argmax, so a token is always defined
-      std::fill(probs.begin(), probs.end(), 0.0);
-      probs[size_t(argmax_row(logits, n))] = 1.0;
-      return false;
+      d.only = argmax_row(logits, n);
+      return;
     }
     ops::softmax_row_host(e.data(), int(n), p.temperature, e.data());
   }
-  for (int64_t i = 0; i < n; ++i) probs[size_t(i)] = double(e[size_t(i)]);
-  const double sum = total_mass(probs);  // ~1 in float: normalised again so the mass is 1 in double
+  d.sum = lane_sum(e.data(), size_t(n));  // ~1 in float: normalised again so the mass is 1 in double
   const bool use_k = p.top_k > 0 && p.top_k < n;
   const bool use_p = p.top_p < 1.0f;
-  if (!use_k && !use_p) {
-    for (auto& v : probs) v /= sum;
-    return false;
-  }
-  auto prob = [&](int32_t i) { return probs[size_t(i)] / sum; };
+  if (!use_k && !use_p) return;
+  d.filtered = true;
   // Only the head of the ranking matters: rank the top_k, or the candidates of the nucleus.
   const size_t limit = use_k ? size_t(p.top_k) : size_t(n);
-  const RanksBefore before{probs.data()};
-  std::vector<int32_t>& order = kept;
+  const RanksBefore before{e.data()};
+  std::vector<int32_t>& order = *d.kept;
   size_t keep = limit;
   if (use_k) {
-    best_ids(probs.data(), n, limit, order);
+    best_ids(e.data(), n, limit, order);
     if (use_p) {
       // top_p over the top_k renormalised: the filters' order in llama.cpp's and vLLM's samplers.
       double k_mass = 0.0;
-      for (int32_t id : order) k_mass += prob(id);
+      for (int32_t id : order) k_mass += d.prob(id);
       double cum = 0.0;
       keep = 0;
       while (keep < order.size()) {
-        cum += prob(order[keep++]) / k_mass;
+        cum += d.prob(order[keep++]) / k_mass;
         if (cum >= double(p.top_p)) break;
       }
     }
   } else {
-    nucleus_candidates(probs.data(), n, sum, double(p.top_p), order);
+    nucleus_candidates(e.data(), n, d.sum, double(p.top_p), order);
     while (true) {
       const size_t m = std::min(limit, order.size());
       if (m == order.size())
@@ -159,7 +209,7 @@ bool filtered_probs(const float* logits, int64_t n, const SamplingParams& p, std
       double cum = 0.0;
       keep = 0;
       while (keep < m) {
-        cum += prob(order[keep++]);
+        cum += d.prob(order[keep++]);
         if (cum >= double(p.top_p)) break;
       }
       if (cum >= double(p.top_p) || m == limit || order.size() == size_t(n)) break;
@@ -168,14 +218,14 @@ bool filtered_probs(const float* logits, int64_t n, const SamplingParams& p, std
     }
   }
   order.resize(keep);
+  std::vector<double>& head = *d.head;
   head.resize(keep);
   double mass = 0.0;
   for (size_t j = 0; j < keep; ++j) {
-    head[j] = prob(order[j]);
+    head[j] = d.prob(order[j]);
     mass += head[j];
   }
   for (size_t j = 0; j < keep; ++j) head[j] /= mass;
-  return true;
 }
 
 }  // namespace
@@ -183,19 +233,21 @@ bool filtered_probs(const float* logits, int64_t n, const SamplingParams& p, std
 void target_probs(const float* logits, int64_t n, const SamplingParams& p, std::vector<double>& probs) {
   std::vector<int32_t> kept;
   std::vector<double> head;
-  if (!filtered_probs(logits, n, p, probs, kept, head)) return;
-  std::fill(probs.begin(), probs.end(), 0.0);
-  for (size_t j = 0; j < kept.size(); ++j) probs[size_t(kept[j])] = head[j];
+  RowDistribution d;
+  d.kept = &kept;
+  d.head = &head;
+  row_distribution(logits, n, p, d);
+  probs.assign(size_t(n), 0.0);
+  if (d.only >= 0) {
+    probs[size_t(d.only)] = 1.0;
+  } else if (d.filtered) {
+    for (size_t j = 0; j < kept.size(); ++j) probs[size_t(kept[j])] = head[j];
+  } else {
+    for (int64_t i = 0; i < n; ++i) probs[size_t(i)] = d.prob(int32_t(i));
+  }
 }
 
-double total_mass(const std::vector<double>& probs) {
-  double lanes[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  const size_t n = probs.size(), body = n & ~size_t(7);
-  for (size_t i = 0; i < body; i += 8)
-    for (int l = 0; l < 8; ++l) lanes[l] += probs[i + l];
-  for (size_t i = body; i < n; ++i) lanes[i & 7] += probs[i];
-  return ((lanes[0] + lanes[4]) + (lanes[2] + lanes[6])) + ((lanes[1] + lanes[5]) + (lanes[3] + lanes[7]));
-}
+double total_mass(const std::vector<double>& probs) { return lane_sum(probs.data(), probs.size()); }
 
 namespace {
 
@@ -221,11 +273,20 @@ int32_t sample_index(const std::vector<double>& probs, Rng& rng) {
   return draw_in_id_order(probs.size(), [&](size_t i) { return std::pair{int32_t(i), probs[i]}; }, rng);
 }
 
-int32_t sample_token(const float* logits, int64_t n, const SamplingParams& p, Rng& rng, std::vector<double>& probs) {
+int32_t sample_token(const float* logits, int64_t n, const SamplingParams& p, Rng& rng) {
   if (p.temperature <= 0.0f) return argmax_row(logits, n);
   thread_local std::vector<int32_t> kept;
   thread_local std::vector<double> head;
-  if (!filtered_probs(logits, n, p, probs, kept, head)) return sample_index(probs, rng);
+  RowDistribution d;
+  d.kept = &kept;
+  d.head = &head;
+  row_distribution(logits, n, p, d);
+  if (d.only >= 0) {  // target_probs' one-hot row: the draw takes its one live id
+    rng.uniform();
+    return d.only;
+  }
+  if (!d.filtered)  // sample_index over target_probs' row, each probability divided as the scan reaches it
+    return draw_in_id_order(size_t(n), [&](size_t i) { return std::pair{int32_t(i), d.prob(int32_t(i))}; }, rng);
   // sample_index over target_probs' row visits the kept ids in id order, skipping zeros: so does this.
   thread_local std::vector<std::pair<int32_t, double>> by_id;
   by_id.resize(kept.size());

@@ -17,6 +17,10 @@ struct SamplingParams {
 // Throws std::invalid_argument "[op] ..." for non-finite temperature or top_p outside (0, 1].
 void check_sampling(const char* op, const SamplingParams& p);
 
+// Throws std::invalid_argument "[op] ..." when x[n] holds a NaN (naming its index) or only -inf (no
+// token can be drawn). Vectorized: a sampled step checks a whole vocabulary row.
+void check_logits_row(const char* op, const float* x, int64_t n);
+
 // First index of the maximum (NaNs ignored, all-NaN rows give 0): the CPU argmax kernel's row, the
 // tie-break plain greedy decoding uses.
 int32_t argmax_row(const float* logits, int64_t n);
@@ -35,11 +39,10 @@ double total_mass(const std::vector<double>& probs);
 // index order, so a draw is a pure function of the RNG state.
 int32_t sample_index(const std::vector<double>& probs, Rng& rng);
 
-// One token from logits[n]: argmax_row when greedy, else a draw from target_probs (a filtered row's
-// draw visits its kept ids alone, in id order: sample_index's token without a pass over the
-// vocabulary). Plain decoding, the first token and accept_tree (the target's token at each node it
-// visits) use it.
-// probs: scratch, reused across calls.
-int32_t sample_token(const float* logits, int64_t n, const SamplingParams& p, Rng& rng, std::vector<double>& probs);
+// One token from logits[n]: argmax_row when greedy, else sample_index's draw from target_probs without
+// building that row (probabilities are divided only as the draw's scan reaches them, and a filtered
+// row's draw visits its kept ids alone, in id order). Plain decoding, the first token and accept_tree
+// (the target's token at each node it visits) use it.
+int32_t sample_token(const float* logits, int64_t n, const SamplingParams& p, Rng& rng);
 
 }  // namespace eyas::speculative
