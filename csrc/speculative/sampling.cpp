@@ -62,15 +62,25 @@ void best_ids(const float* probs, int64_t n, size_t m, std::vector<int32_t>& ord
     return;
   }
   order.reserve(m);
-  for (int64_t i = 0; i < n; ++i) {
-    const int32_t id = int32_t(i);
-    if (order.size() < m) {
-      order.push_back(id);
-      std::push_heap(order.begin(), order.end(), before);  // front: the worst kept
-    } else if (before(id, order.front())) {
-      std::pop_heap(order.begin(), order.end(), before);
-      order.back() = id;
-      std::push_heap(order.begin(), order.end(), before);
+  constexpr int64_t kChunk = 64;
+  for (int64_t c = 0; c < n; c += kChunk) {
+    const int64_t end = std::min(n, c + kChunk);
+    if (order.size() == m) {  // a later id enters only above the worst kept value (on a tie its id ranks after):
+      const float worst = probs[order.front()];  // a chunk with none is skipped by a comparison that vectorizes
+      int hit = 0;
+      for (int64_t i = c; i < end; ++i) hit |= probs[i] > worst;
+      if (!hit) continue;
+    }
+    for (int64_t i = c; i < end; ++i) {
+      const int32_t id = int32_t(i);
+      if (order.size() < m) {
+        order.push_back(id);
+        std::push_heap(order.begin(), order.end(), before);  // front: the worst kept
+      } else if (before(id, order.front())) {
+        std::pop_heap(order.begin(), order.end(), before);
+        order.back() = id;
+        std::push_heap(order.begin(), order.end(), before);
+      }
     }
   }
   std::sort_heap(order.begin(), order.end(), before);
