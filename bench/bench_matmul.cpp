@@ -4,7 +4,7 @@
 // cost well under 2x T=1). EYAS_BENCH_SCALE=k multiplies the time spent per row (default 1);
 // EYAS_BENCH_TYPES=Q4_1,Q8_0, EYAS_BENCH_SHAPES=1536x576, EYAS_BENCH_THREADS=1 (or any counts: 1,4,16) and
 // EYAS_BENCH_ROWS=1,32 limit the table (ratios need T=1 listed; T = 256 and 512 run only when listed);
-// EYAS_ISA forces a path;
+// EYAS_ISA forces a path; EYAS_BENCH_GFNI=0 runs the K-quant unpack without GFNI where the CPU has it;
 // EYAS_BENCH_NO_PACK=1 times Q4 calls that repack their weight per call (as a caller without a
 // kept pack would). EYAS_BENCH_COLD=1 cycles through copies of each weight (EYAS_BENCH_COLD_MB, default
 // 256 MiB, in all; at least two) so every call streams it from DRAM, as a decode step does; otherwise
@@ -22,6 +22,7 @@
 #include "core/dtype.h"
 #include "core/thread_pool.h"
 #include "cpu/matmul.h"
+#include "ops/cpu_controls.h"
 
 using namespace eyas;
 
@@ -106,6 +107,7 @@ double now() { return std::chrono::duration<double>(std::chrono::steady_clock::n
 }  // namespace
 
 int main() {
+  if (const char* g = std::getenv("EYAS_BENCH_GFNI")) eyas::ops::allow_gfni(std::atoi(g) != 0);
   const double scale = std::getenv("EYAS_BENCH_SCALE") ? std::atof(std::getenv("EYAS_BENCH_SCALE")) : 1.0;
   const DType types[] = {DType::Q4_1, DType::Q8_0, DType::Q4_0, DType::Q5_0, DType::Q5_1, DType::Q4_K,
                          DType::Q5_K, DType::Q6_K, DType::F16, DType::BF16, DType::F32};

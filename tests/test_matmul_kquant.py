@@ -54,12 +54,29 @@ def test_k_quant_extreme_bytes_exact(wtype):
 
 
 PACK_ISAS = [i for i in ("avx2", "avx512", "amx") if i in _core.ops.available_isas()]
+# The x86 Q6_K row passes map bytes with GFNI where the CPU has it, else with shifts and masks: both run here.
+GFNI_MODES = (True, False) if _core.ops._gfni_in_use() else (False,)
+
+
+@pytest.fixture
+def each_gfni_mode():
+    """Yields the GFNI settings to try; the default (on where the CPU has it) is restored after."""
+    yield GFNI_MODES
+    _core.ops._allow_gfni(True)
+
+
+def test_the_gfni_knob_turns_the_unpack_off_and_on():
+    on = _core.ops._gfni_in_use()
+    _core.ops._allow_gfni(False)
+    assert not _core.ops._gfni_in_use()
+    _core.ops._allow_gfni(True)
+    assert _core.ops._gfni_in_use() == on
 
 
 @pytest.mark.skipif(not PACK_ISAS, reason="no AVX2 on this CPU")
 @pytest.mark.parametrize("wtype", qr.K_TYPES)
 @pytest.mark.parametrize("n, blocks", [(200, 8), (37, 5), (1000, 1), (16, 3)])  # streams + remainder, tail rows
-def test_k_pack_path_matches_scalar(wtype, n, blocks):
+def test_k_pack_path_matches_scalar(wtype, n, blocks, each_gfni_mode):
     # The kernels over the K-quant repacks (q4pack.h: AVX2, AVX-512 VNNI, AMX) at every T: the 16-column groups, the weight streams
     # of T <= 2, 4-row passes and their remainders, and rows past N // 16 * 16 on the GGUF path.
     rng = np.random.default_rng(n + blocks)
@@ -70,18 +87,21 @@ def test_k_pack_path_matches_scalar(wtype, n, blocks):
     x[7] = np.abs(x[7]) * 1e3
     _core.ops.set_isa("scalar")
     want = _core.ops.matmul(x, w, wtype, (n, k))
-    for threads in (1, 2):
-        _core.set_num_threads(threads)
-        for isa in PACK_ISAS:
-            _core.ops.set_isa(isa)
-            for t in range(1, 41):
-                got = _core.ops._matmul_with_pack(x[:t], w, wtype, (n, k))
-                assert np.array_equal(got, want[:t]), f"{wtype} N={n} K={k} T={t} threads={threads} isa={isa}"
+    for gfni in each_gfni_mode:
+        _core.ops._allow_gfni(gfni)
+        for threads in (1, 2):
+            _core.set_num_threads(threads)
+            for isa in PACK_ISAS:
+                _core.ops.set_isa(isa)
+                for t in range(1, 41):
+                    got = _core.ops._matmul_with_pack(x[:t], w, wtype, (n, k))
+                    assert np.array_equal(got, want[:t]), \
+                        f"{wtype} N={n} K={k} T={t} threads={threads} isa={isa} gfni={gfni}"
 
 
 @pytest.mark.skipif(not PACK_ISAS, reason="no AVX2 on this CPU")
 @pytest.mark.parametrize("wtype", qr.K_TYPES)
-def test_k_pack_extreme_bytes_exact(wtype):
+def test_k_pack_extreme_bytes_exact(wtype, each_gfni_mode):
     # The repack kernels with every quant and scale at its largest (Q6_K scales at -128 on every other
     # row): their int16 pair sums (AVX2: summed over 8 / 4 / 2 planes before widening) at the bound.
     n, k = 35, 512  # two packed 16-column groups and 3 columns on the GGUF path
@@ -89,11 +109,13 @@ def test_k_pack_extreme_bytes_exact(wtype):
     x = qr.extreme_activations(26, k, mixed_from=9)
     _core.ops.set_isa("scalar")
     want = _core.ops.matmul(x, w, wtype, (n, k))
-    for isa in PACK_ISAS:
-        _core.ops.set_isa(isa)
-        for t in (1, 2, 3, 4, 5, 8, 17, 26):
-            got = _core.ops._matmul_with_pack(x[:t], w, wtype, (n, k))
-            assert np.array_equal(got, want[:t]), f"{wtype} T={t} isa={isa}"
+    for gfni in each_gfni_mode:
+        _core.ops._allow_gfni(gfni)
+        for isa in PACK_ISAS:
+            _core.ops.set_isa(isa)
+            for t in (1, 2, 3, 4, 5, 8, 17, 26):
+                got = _core.ops._matmul_with_pack(x[:t], w, wtype, (n, k))
+                assert np.array_equal(got, want[:t]), f"{wtype} T={t} isa={isa} gfni={gfni}"
 
 
 AMX = "amx" in _core.ops.available_isas()

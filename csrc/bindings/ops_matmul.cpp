@@ -129,6 +129,10 @@ EYAS_BINDINGS(ops_matmul) {
   ops.def("_weight_packs_built", &ops::weight_packs_built, "Test hook: repacked weights built so far.");
   ops.def("_live_weight_packs", &ops::live_weight_packs,
           "Test hook: how many repacked weights are alive (each is freed with its weight's buffer).");
+  ops.def("_allow_gfni", &ops::allow_gfni, "on"_a,
+          "Testing knob: the K-quant kernels' GFNI unpack where the CPU has it (default on); off runs the unpack "
+          "without it. Both give the same bits.");
+  ops.def("_gfni_in_use", &ops::gfni_in_use, "Whether the K-quant kernels use their GFNI unpack now.");
   ops.def("set_isa", &ops::set_matmul_isa, "name"_a,
           "Debug hook: force the matmul instruction set ('scalar', 'avx2', 'avx512', 'amx' or 'best').");
   ops.def("get_isa", &ops::matmul_isa);

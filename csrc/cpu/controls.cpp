@@ -13,6 +13,8 @@ namespace eyas::ops {
 void set_matmul_isa(const std::string& name) { cpu::quant::set_isa(name); }
 std::string matmul_isa() { return cpu::matmul_isa(); }
 std::vector<std::string> available_matmul_isas() { return cpu::quant::available_isas(); }
+void allow_gfni(bool on) { cpu::quant::allow_gfni(on); }
+bool gfni_in_use() { return cpu::quant::gfni_usable(); }
 
 void force_scalar_kernels(bool on) { cpu::force_scalar(on); }
 

@@ -15,6 +15,10 @@ namespace eyas::ops {
 void set_matmul_isa(const std::string& name);
 std::string matmul_isa();
 std::vector<std::string> available_matmul_isas();  // usable on this CPU, slowest first
+// The K-quant kernels' GFNI unpack where the CPU has it (the default); off runs the unpack without it.
+// Both give the same bits. gfni_in_use: whether the kernels use it now.
+void allow_gfni(bool on);
+bool gfni_in_use();
 
 // Runs the rope/elementwise/softmax/top-k/attention kernels and the F16 KV write on their scalar
 // paths, to prove they give the SIMD paths' bits.

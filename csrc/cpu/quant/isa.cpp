@@ -17,6 +17,19 @@
 
 namespace eyas::cpu::quant {
 
+static std::atomic<bool> g_gfni_allowed{true};
+
+bool gfni_usable() {
+#if defined(__x86_64__)
+  static const bool has = __builtin_cpu_supports("gfni");
+  return has && g_gfni_allowed.load(std::memory_order_relaxed);
+#else
+  return false;
+#endif
+}
+
+void allow_gfni(bool on) { g_gfni_allowed.store(on, std::memory_order_relaxed); }
+
 const char* isa_name(Isa isa) {
   switch (isa) {
     case Isa::Scalar: return "scalar";

@@ -16,5 +16,9 @@ Isa current_isa();
 const Table& current_table();
 // AMX tile data needs a per-process permission from Linux; true once granted.
 bool amx_usable();
+// The x86 K-quant kernels' GFNI byte maps (kqpack_avx512.h): used where the CPU has GFNI unless a test
+// turned them off (allow_gfni(false)), to prove both unpacks give the same bits.
+bool gfni_usable();
+void allow_gfni(bool on);
 
 }  // namespace eyas::cpu::quant

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cpu/quant/kquant_sums.h"
+#include "cpu/quant/isa.h"
 #include "cpu/quant/q4pack.h"
 #include "cpu/quant/scratch.h"
 #include "cpu/softmax_exp.h"

@@ -86,6 +86,25 @@ __attribute__((always_inline)) static inline void kq_add_block_terms(const Job& 
   }
 }
 
+// GF(2) affine maps of each byte (vgf2p8affineqb with a broadcast 8x8 bit matrix; asm, so the TU needs no
+// GFNI target and runs only where gfni_usable()): bit pair f of a qh byte to bits 4-5, all else 0.
+// Matrix byte 7 - i selects the input bits of output bit i. With them a Q6_K plane takes 2-3 vector ops
+// instead of 4-5 (one affine map and one bit select, vpternlogd, where a shift, two masks and an or did it):
+// the AMX VM, cold 8192x2048 / 2048x8192, 2 threads, three alternating rounds, T = 1 564-579 / 586-596 ->
+// 550-567 / 539-571 us, T = 4 761-803 / 853-872 -> 713-757 / 743-794 us; warm T = 1 288-290 -> 280-285 us.
+static constexpr uint64_t kQhPairTo45[4] = {
+    (uint64_t(1) << 24) | (uint64_t(2) << 16), (uint64_t(4) << 24) | (uint64_t(8) << 16),
+    (uint64_t(16) << 24) | (uint64_t(32) << 16), (uint64_t(64) << 24) | (uint64_t(128) << 16)};
+// Bit b of a byte to bit 4, all else 0 (Q5_K's fifth bits, as k5_fifth_bits).
+static constexpr uint64_t kBitTo4[8] = {uint64_t(1) << 24,  uint64_t(2) << 24,  uint64_t(4) << 24,
+                                        uint64_t(8) << 24,  uint64_t(16) << 24, uint64_t(32) << 24,
+                                        uint64_t(64) << 24, uint64_t(128) << 24};
+static inline __m512i gf2_affine(__m512i x, const uint64_t* matrix) {
+  __m512i y;
+  asm("vgf2p8affineqb $0, %2%{1to8%}, %1, %0" : "=v"(y) : "v"(x), "m"(*matrix));
+  return y;
+}
+
 // Q5_K's qh plane h: bit `bit` of each byte moved to bit 4 (the fifth bit of plane (c, r)'s low
 // nibbles is bit 2c, of its high nibbles 2c + 1).
 static inline __m512i k5_fifth_bits(__m512i h, int bit) {
@@ -98,7 +117,7 @@ static inline __m512i k5_fifth_bits(__m512i h, int bit) {
 // so the int sums fit the 32 registers. Same integers, same float adds. Cold 8192x2048 / 2048x8192,
 // 2 threads, Intel VM, T = 8: Q4_K 576-590 / 624-654 -> 543-549 / 554-563 us, Q5_K 761-808 / 767-795
 // -> 672-682 / 670-672 us (warm: Q4_K even, Q5_K 599-603 -> 510 us).
-template <WKind K, int RT, int S>
+template <WKind K, int RT, int S, bool Gfni>
 static void k45_rows(const Job& j, const int32_t* pairs, const int64_t (&ns)[S], int64_t r0) {
   constexpr bool kWide = RT > 4;
   static_assert(!kWide || S == 1, "passes of many rows walk one group at a time");
@@ -122,6 +141,10 @@ static void k45_rows(const Job& j, const int32_t* pairs, const int64_t (&ns)[S],
   // products stay far inside int32): one vector op less per line.
   auto quants = [&](const uint8_t* s, int c, int r, bool high) {
     const __m512i v = _mm512_loadu_si512(s + 512 * c + 64 * r);
+    if constexpr (K == kQ5_K && Gfni) {  // the nibble where m4 is set, fifth bit 2c + high at bit 4, else 0
+      const __m512i fifth = gf2_affine(_mm512_loadu_si512(s + at.qh + 64 * r), &kBitTo4[2 * c + high]);
+      return _mm512_ternarylogic_epi32(high ? _mm512_srli_epi16(v, 4) : v, fifth, m4, 0xE4);
+    }
     __m512i q = !high ? _mm512_and_si512(v, m4)
                       : K == kQ5_K ? _mm512_and_si512(_mm512_srli_epi16(v, 4), m4) : _mm512_andnot_si512(m4, v);
     if constexpr (K == kQ5_K)  // fifth bits 2c, 2c + 1 of the qh plane, to bit 4 (per byte)
@@ -190,10 +213,15 @@ static void k45_rows(const Job& j, const int32_t* pairs, const int64_t (&ns)[S],
 
 // Q6_K pack block s: the quants (0..63) of plane (h, e, r), low nibbles (elements 128h + 32e + 4r ..)
 // or high (+ 64), and the int32 scale of sub-block g in each column's lane.
+template <bool Gfni = false>
 static inline __m512i k6_quants(const uint8_t* s, int h, int e, int r, bool high) {
   const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
   const __m512i v = _mm512_loadu_si512(s + 1024 * h + 512 * e + 64 * r);
   const __m512i qh = _mm512_loadu_si512(s + 2048 + 512 * h + 64 * r);
+  if constexpr (Gfni) {  // the nibble where m4 is set, the qh pair (low: pair e, high: 2 + e) elsewhere
+    const __m512i pair = gf2_affine(qh, &kQhPairTo45[high ? 2 + e : e]);
+    return _mm512_ternarylogic_epi32(high ? _mm512_srli_epi16(v, 4) : v, pair, m4, 0xE4);
+  }
   if (!high) return _mm512_or_si512(_mm512_and_si512(v, m4), _mm512_and_si512(_mm512_slli_epi16(qh, 4 - 2 * e), m30));
   return _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(v, 4), m4), _mm512_and_si512(e ? _mm512_srli_epi16(qh, 2) : qh, m30));
 }
@@ -208,7 +236,7 @@ static inline __m512i k6_scale(const uint8_t* s, int g) {  // word g % 2 of pair
 // at ~9 ops per two vectors costs Q6_K more than its dot products at 4 rows: their float sums stay
 // in y and the low- and high-nibble sub-blocks run one after the other, so the int sums fit the
 // 32 registers. Integer adds in another order and the same float adds: the same bits.
-template <int RT, int S>
+template <int RT, int S, bool Gfni>
 static void k6_rows(const Job& j, const int32_t* pairs, const int64_t (&ns)[S], int64_t r0) {
   constexpr bool kWide = RT > 4;
   static_assert(!kWide || S == 1, "passes of many rows walk one group at a time");
@@ -243,7 +271,7 @@ static void k6_rows(const Job& j, const int32_t* pairs, const int64_t (&ns)[S], 
           for (int rr = 0; rr < 2; ++rr) {  // sub-blocks 8h + 2e + rr (low nibbles), + 4 (high)
             const int gl = 8 * h + 2 * e + rr, gh = gl + 4;
             // sub-block gl's quants (low nibbles) or gh's (high) of plane r
-            auto quants = [&](int r, bool high) { return k6_quants(s, h, e, r, high); };
+            auto quants = [&](int r, bool high) { return k6_quants<Gfni>(s, h, e, r, high); };
             auto xq = [&](int t, int r) { return xq0 + t * j.k + b * 256 + 128 * h + 32 * e + 4 * r; };
             if constexpr (kWide) {
 #pragma GCC unroll 2
@@ -380,8 +408,16 @@ static void kq_rows_unpacked(const Job& j, const int32_t* pairs, const uint8_t* 
 
 template <WKind K, int RT, int S>
 static inline void kq_rows(const Job& j, const int32_t* pairs, const int64_t (&ns)[S], int64_t r0) {
-  if constexpr (K == kQ6_K) k6_rows<RT, S>(j, pairs, ns, r0);
-  else k45_rows<K, RT, S>(j, pairs, ns, r0);
+  if constexpr (K == kQ6_K) {
+    if (gfni_usable()) k6_rows<RT, S, true>(j, pairs, ns, r0);
+    else k6_rows<RT, S, false>(j, pairs, ns, r0);
+  }
+  else if constexpr (K == kQ5_K) {
+    if (gfni_usable()) k45_rows<K, RT, S, true>(j, pairs, ns, r0);
+    else k45_rows<K, RT, S, false>(j, pairs, ns, r0);
+  } else {
+    k45_rows<K, RT, S, false>(j, pairs, ns, r0);
+  }
 }
 template <WKind K, int RT>
 static inline void kq_rows(const Job& j, const int32_t* pairs, int64_t n, int64_t r0) {
