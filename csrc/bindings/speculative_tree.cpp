@@ -140,8 +140,14 @@ EYAS_BINDINGS(speculative_tree) {
         if (p.temperature > 0.0f && !(rng && *rng)) fail(op, "sampling (temperature > 0) needs an rng");
         check_tree(op, tk.data<int32_t>(), pa.data<int32_t>(), n, lg.dim(1));
         Rng dummy;
-        AcceptResult r = accept_tree(lg.data<float>(), lg.dim(1), tk.data<int32_t>(), pa.data<int32_t>(), n, p,
-                                     (rng && *rng) ? **rng : dummy);
+        Rng& g = (rng && *rng) ? **rng : dummy;
+        AcceptResult r;
+        {
+          // A sampled walk draws a token at every node it visits (~80 us each on a 49K vocabulary): other
+          // threads (the server's requests) run meanwhile.
+          nb::gil_scoped_release release;
+          r = accept_tree(lg.data<float>(), lg.dim(1), tk.data<int32_t>(), pa.data<int32_t>(), n, p, g);
+        }
         return result_dict(std::move(r));
       },
       "logits"_a, "tokens"_a, "parents"_a, nb::kw_only(), "temperature"_a = 0.0f, "top_k"_a = 0, "top_p"_a = 1.0f,
