@@ -152,8 +152,7 @@ double lane_sum(const T* v, size_t n) {
 // it, so a row costs no double copy of the vocabulary and no division per token. Filtered (top_k or top_p
 // cut it): `kept` the ids kept (ranked) and `head` their probabilities, renormalised.
 struct RowDistribution {
-  const float* e = nullptr;
-  int64_t n = 0;
+  const float* e = nullptr;  // the float softmax row
   double sum = 1.0;
   int32_t only = -1;  // >= 0: a degenerate row (NaN, inf, all -inf): all mass on this id (the argmax)
   bool filtered = false;
@@ -169,7 +168,6 @@ void row_distribution(const float* logits, int64_t n, const SamplingParams& p, R
   thread_local std::vector<float> e;
   e.resize(size_t(n));
   d.e = e.data();
-  d.n = n;
   d.only = -1;
   d.filtered = false;
   ops::softmax_row_host(logits, int(n), p.temperature, e.data());
