@@ -136,7 +136,7 @@ void nucleus_candidates(const float* mass_of, int64_t n, double sum, double top_
 }
 
 // The sum of v[n] as doubles in 8 interleaved partial sums (element i into sum i % 8), added pairwise in a
-// fixed order: total_mass's rule, for the float row and the double one alike.
+// fixed order: one value on every machine, without a vocabulary-long chain of dependent additions.
 template <typename T>
 double lane_sum(const T* v, size_t n) {
   double lanes[8] = {0, 0, 0, 0, 0, 0, 0, 0};
@@ -255,11 +255,10 @@ void target_probs(const float* logits, int64_t n, const SamplingParams& p, std::
   }
 }
 
-double total_mass(const std::vector<double>& probs) { return lane_sum(probs.data(), probs.size()); }
-
 namespace {
 
-// The inverse-CDF draw of sample_index over count entries in id order: entry(k) -> (id, probability).
+// The inverse-CDF draw with one uniform over count entries in id order: entry(k) -> (id, probability);
+// zero entries are skipped.
 template <typename Entry>
 int32_t draw_in_id_order(size_t count, Entry entry, Rng& rng) {
   const double target = rng.uniform();
@@ -277,10 +276,6 @@ int32_t draw_in_id_order(size_t count, Entry entry, Rng& rng) {
 
 }  // namespace
 
-int32_t sample_index(const std::vector<double>& probs, Rng& rng) {
-  return draw_in_id_order(probs.size(), [&](size_t i) { return std::pair{int32_t(i), probs[i]}; }, rng);
-}
-
 int32_t sample_token(const float* logits, int64_t n, const SamplingParams& p, Rng& rng) {
   if (p.temperature <= 0.0f) return argmax_row(logits, n);
   thread_local std::vector<int32_t> kept;
@@ -293,9 +288,9 @@ int32_t sample_token(const float* logits, int64_t n, const SamplingParams& p, Rn
     rng.uniform();
     return d.only;
   }
-  if (!d.filtered)  // sample_index over target_probs' row, each probability divided as the scan reaches it
+  if (!d.filtered)  // the draw over target_probs' row, each probability divided as the scan reaches it
     return draw_in_id_order(size_t(n), [&](size_t i) { return std::pair{int32_t(i), d.prob(int32_t(i))}; }, rng);
-  // sample_index over target_probs' row visits the kept ids in id order, skipping zeros: so does this.
+  // over target_probs' row the scan meets the kept ids in id order and skips the zeros between them
   thread_local std::vector<std::pair<int32_t, double>> by_id;
   by_id.resize(kept.size());
   for (size_t j = 0; j < kept.size(); ++j) by_id[j] = {kept[j], head[j]};

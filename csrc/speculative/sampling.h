@@ -31,18 +31,11 @@ int32_t argmax_row(const float* logits, int64_t n);
 // Only the top_k, or the nucleus' candidates, are ranked: no sort of the whole vocabulary.
 void target_probs(const float* logits, int64_t n, const SamplingParams& p, std::vector<double>& probs);
 
-// The sum of probs in 8 interleaved partial sums (element i into sum i % 8), added pairwise in a fixed
-// order: one value on every machine, without a 49K-long chain of dependent additions.
-double total_mass(const std::vector<double>& probs);
-
-// Draws an index from probs (summing to 1, as target_probs leaves them) with one uniform. Scans in
-// index order, so a draw is a pure function of the RNG state.
-int32_t sample_index(const std::vector<double>& probs, Rng& rng);
-
-// One token from logits[n]: argmax_row when greedy, else sample_index's draw from target_probs without
-// building that row (probabilities are divided only as the draw's scan reaches them, and a filtered
-// row's draw visits its kept ids alone, in id order). Plain decoding, the first token and accept_tree
-// (the target's token at each node it visits) use it.
+// One token from logits[n]: argmax_row when greedy, else the inverse-CDF draw from target_probs' row
+// with one uniform of rng, scanning ids in order (so a draw is a pure function of the rng state), without
+// building that row: probabilities are divided only as the scan reaches them, and a filtered row's draw
+// visits its kept ids alone, in id order. Plain decoding, the first token and accept_tree (the target's
+// token at each node it visits) use it.
 int32_t sample_token(const float* logits, int64_t n, const SamplingParams& p, Rng& rng);
 
 }  // namespace eyas::speculative
