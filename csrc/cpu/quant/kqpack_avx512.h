@@ -87,11 +87,11 @@ __attribute__((always_inline)) static inline void kq_add_block_terms(const Job& 
 }
 
 // GF(2) affine maps of each byte (vgf2p8affineqb with a broadcast 8x8 bit matrix; asm, so the TU needs no
-// GFNI target and runs only where gfni_usable()): bit pair f of a qh byte to bits 4-5, all else 0.
-// Matrix byte 7 - i selects the input bits of output bit i. With them a Q6_K plane takes 2-3 vector ops
-// instead of 4-5 (one affine map and one bit select, vpternlogd, where a shift, two masks and an or did it):
-// the AMX VM, cold 8192x2048 / 2048x8192, 2 threads, three alternating rounds, T = 1 564-579 / 586-596 ->
-// 550-567 / 539-571 us, T = 4 761-803 / 853-872 -> 713-757 / 743-794 us; warm T = 1 288-290 -> 280-285 us.
+// GFNI target, run only where gfni_usable()). Matrix byte 7 - i selects the input bits of output bit i.
+// With one map and one bit select (vpternlogd) a Q5_K or Q6_K plane takes 2-3 vector ops instead of 4-6
+// shifts, masks and ors: one-row passes ~2-6 % faster cold, SmolLM2-1.7B Q5_K_M decode ~3 %
+// (docs/performance.md §8.7).
+// Bit pair f of a qh byte to bits 4-5, all else 0 (Q6_K).
 static constexpr uint64_t kQhPairTo45[4] = {
     (uint64_t(1) << 24) | (uint64_t(2) << 16), (uint64_t(4) << 24) | (uint64_t(8) << 16),
     (uint64_t(16) << 24) | (uint64_t(32) << 16), (uint64_t(64) << 24) | (uint64_t(128) << 16)};
@@ -411,8 +411,7 @@ static inline void kq_rows(const Job& j, const int32_t* pairs, const int64_t (&n
   if constexpr (K == kQ6_K) {
     if (gfni_usable()) k6_rows<RT, S, true>(j, pairs, ns, r0);
     else k6_rows<RT, S, false>(j, pairs, ns, r0);
-  }
-  else if constexpr (K == kQ5_K) {
+  } else if constexpr (K == kQ5_K) {
     if (gfni_usable()) k45_rows<K, RT, S, true>(j, pairs, ns, r0);
     else k45_rows<K, RT, S, false>(j, pairs, ns, r0);
   } else {
