@@ -137,8 +137,7 @@ void nucleus_candidates(const float* mass_of, int64_t n, double sum, double top_
 
 // The sum of v[n] as doubles in 8 interleaved partial sums (element i into sum i % 8), added pairwise in a
 // fixed order: one value on every machine, without a vocabulary-long chain of dependent additions.
-template <typename T>
-double lane_sum(const T* v, size_t n) {
+double lane_sum(const float* v, size_t n) {
   double lanes[8] = {0, 0, 0, 0, 0, 0, 0, 0};
   const size_t body = n & ~size_t(7);
   for (size_t i = 0; i < body; i += 8)
@@ -150,26 +149,26 @@ double lane_sum(const T* v, size_t n) {
 // The sampling distribution of one row, kept in the float softmax row it starts from: probability i is
 // double(e[i]) / sum (the float row renormalised in double), computed only where a filter or a draw reads
 // it, so a row costs no double copy of the vocabulary and no division per token. Filtered (top_k or top_p
-// cut it): `kept` the ids kept (ranked) and `head` their probabilities, renormalised.
+// cut it): `kept` the ids kept (ranked) and `head` their probabilities, renormalised. Its buffers are
+// reused from row to row (a sampled decode keeps one per thread).
 struct RowDistribution {
-  const float* e = nullptr;  // the float softmax row
+  std::vector<float> e;  // the float softmax row
   double sum = 1.0;
   int32_t only = -1;  // >= 0: a degenerate row (NaN, inf, all -inf): all mass on this id (the argmax)
   bool filtered = false;
-  std::vector<int32_t>* kept = nullptr;
-  std::vector<double>* head = nullptr;
-  double prob(int32_t i) const { return double(e[i]) / sum; }
+  std::vector<int32_t> kept;
+  std::vector<double> head;
+  double prob(int32_t i) const { return double(e[size_t(i)]) / sum; }
+  void compute(const float* logits, int64_t n, const SamplingParams& p);
 };
 
-void row_distribution(const float* logits, int64_t n, const SamplingParams& p, RowDistribution& d) {
+void RowDistribution::compute(const float* logits, int64_t n, const SamplingParams& p) {
   // softmax(logits / T) by the CPU softmax kernel (float, SIMD, the same bits on every path), NaN read
   // as -inf; the ranking and the filters below work on its values as doubles. A NaN, an inf, or every
   // logit -inf makes the kernel's sum NaN and so every output: only then is the row cleaned first.
-  thread_local std::vector<float> e;
   e.resize(size_t(n));
-  d.e = e.data();
-  d.only = -1;
-  d.filtered = false;
+  only = -1;
+  filtered = false;
   ops::softmax_row_host(logits, int(n), p.temperature, e.data());
   if (std::isnan(e[0])) {
     float mx = -INFINITY;
@@ -178,36 +177,36 @@ void row_distribution(const float* logits, int64_t n, const SamplingParams& p, R
       mx = std::max(mx, e[size_t(i)]);
     }
     if (!std::isfinite(mx)) {  // all -inf or NaN, or an inf: the argmax, so a token is always defined
-      d.only = argmax_row(logits, n);
+      only = argmax_row(logits, n);
       return;
     }
     ops::softmax_row_host(e.data(), int(n), p.temperature, e.data());
   }
-  d.sum = lane_sum(e.data(), size_t(n));  // ~1 in float: normalised again so the mass is 1 in double
+  sum = lane_sum(e.data(), size_t(n));  // ~1 in float: normalised again so the mass is 1 in double
   const bool use_k = p.top_k > 0 && p.top_k < n;
   const bool use_p = p.top_p < 1.0f;
   if (!use_k && !use_p) return;
-  d.filtered = true;
+  filtered = true;
   // Only the head of the ranking matters: rank the top_k, or the candidates of the nucleus.
   const size_t limit = use_k ? size_t(p.top_k) : size_t(n);
   const RanksBefore before{e.data()};
-  std::vector<int32_t>& order = *d.kept;
+  std::vector<int32_t>& order = kept;
   size_t keep = limit;
   if (use_k) {
     best_ids(e.data(), n, limit, order);
     if (use_p) {
       // top_p over the top_k renormalised: the filters' order in llama.cpp's and vLLM's samplers.
       double k_mass = 0.0;
-      for (int32_t id : order) k_mass += d.prob(id);
+      for (int32_t id : order) k_mass += prob(id);
       double cum = 0.0;
       keep = 0;
       while (keep < order.size()) {
-        cum += d.prob(order[keep++]) / k_mass;
+        cum += prob(order[keep++]) / k_mass;
         if (cum >= double(p.top_p)) break;
       }
     }
   } else {
-    nucleus_candidates(e.data(), n, d.sum, double(p.top_p), order);
+    nucleus_candidates(e.data(), n, sum, double(p.top_p), order);
     while (true) {
       const size_t m = std::min(limit, order.size());
       if (m == order.size())
@@ -217,7 +216,7 @@ void row_distribution(const float* logits, int64_t n, const SamplingParams& p, R
       double cum = 0.0;
       keep = 0;
       while (keep < m) {
-        cum += d.prob(order[keep++]);
+        cum += prob(order[keep++]);
         if (cum >= double(p.top_p)) break;
       }
       if (cum >= double(p.top_p) || m == limit || order.size() == size_t(n)) break;
@@ -226,11 +225,10 @@ void row_distribution(const float* logits, int64_t n, const SamplingParams& p, R
     }
   }
   order.resize(keep);
-  std::vector<double>& head = *d.head;
   head.resize(keep);
   double mass = 0.0;
   for (size_t j = 0; j < keep; ++j) {
-    head[j] = d.prob(order[j]);
+    head[j] = prob(order[j]);
     mass += head[j];
   }
   for (size_t j = 0; j < keep; ++j) head[j] /= mass;
@@ -239,17 +237,13 @@ void row_distribution(const float* logits, int64_t n, const SamplingParams& p, R
 }  // namespace
 
 void target_probs(const float* logits, int64_t n, const SamplingParams& p, std::vector<double>& probs) {
-  std::vector<int32_t> kept;
-  std::vector<double> head;
   RowDistribution d;
-  d.kept = &kept;
-  d.head = &head;
-  row_distribution(logits, n, p, d);
+  d.compute(logits, n, p);
   probs.assign(size_t(n), 0.0);
   if (d.only >= 0) {
     probs[size_t(d.only)] = 1.0;
   } else if (d.filtered) {
-    for (size_t j = 0; j < kept.size(); ++j) probs[size_t(kept[j])] = head[j];
+    for (size_t j = 0; j < d.kept.size(); ++j) probs[size_t(d.kept[j])] = d.head[j];
   } else {
     for (int64_t i = 0; i < n; ++i) probs[size_t(i)] = d.prob(int32_t(i));
   }
@@ -278,12 +272,8 @@ int32_t draw_in_id_order(size_t count, Entry entry, Rng& rng) {
 
 int32_t sample_token(const float* logits, int64_t n, const SamplingParams& p, Rng& rng) {
   if (p.temperature <= 0.0f) return argmax_row(logits, n);
-  thread_local std::vector<int32_t> kept;
-  thread_local std::vector<double> head;
-  RowDistribution d;
-  d.kept = &kept;
-  d.head = &head;
-  row_distribution(logits, n, p, d);
+  thread_local RowDistribution d;
+  d.compute(logits, n, p);
   if (d.only >= 0) {  // target_probs' one-hot row: the draw takes its one live id
     rng.uniform();
     return d.only;
@@ -292,8 +282,8 @@ int32_t sample_token(const float* logits, int64_t n, const SamplingParams& p, Rn
     return draw_in_id_order(size_t(n), [&](size_t i) { return std::pair{int32_t(i), d.prob(int32_t(i))}; }, rng);
   // over target_probs' row the scan meets the kept ids in id order and skips the zeros between them
   thread_local std::vector<std::pair<int32_t, double>> by_id;
-  by_id.resize(kept.size());
-  for (size_t j = 0; j < kept.size(); ++j) by_id[j] = {kept[j], head[j]};
+  by_id.resize(d.kept.size());
+  for (size_t j = 0; j < d.kept.size(); ++j) by_id[j] = {d.kept[j], d.head[j]};
   std::sort(by_id.begin(), by_id.end());
   return draw_in_id_order(by_id.size(), [&](size_t k) { return by_id[k]; }, rng);
 }
