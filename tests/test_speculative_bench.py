@@ -102,6 +102,35 @@ def test_bench_reports_each_repeat_ratio(tmp_path):
     assert f"{lo:.2f}-{hi:.2f}x" in table and "(repeats " in table
 
 
+def test_bench_short_prompts_run_extra_pairs_and_weigh_as_the_rest(monkeypatch):
+    from eyas.commands import bench as bench_mod
+
+    prompts = [{"prompt": "hello", "chat": False, "workload": "a"}, {"prompt": "abcdef", "chat": False, "workload": "a"}]
+    # No prompt of the tiny model decodes for an hour: every one runs the most pairs, MAX_EXTRA_PAIRS x repeats.
+    r = bench(FakeModel(), prompts, policy=TreePolicy(2, 2, 4), max_tokens=6, repeats=2, min_seconds=3600.0)
+    assert [len(row["per_repeat"]) for row in r["rows"]] == [bench_mod.MAX_EXTRA_PAIRS * 2] * 2
+    assert r["min_seconds"] == 3600.0 and "(up to 8 under 3600 s)" in _table(r)
+    assert len(r["speed_ratio_per_repeat"]) == 8
+    # Already over the minimum after the asked repeats: no extra pair.
+    r = bench(FakeModel(), prompts, policy=TreePolicy(2, 2, 4), max_tokens=6, repeats=2, min_seconds=1e-9)
+    assert [len(row["per_repeat"]) for row in r["rows"]] == [2, 2]
+    # Pooling scales each row to `repeats` pairs: a row that ran 4x the pairs weighs as one of 2 pairs.
+    a = {k: 1.0 for k in bench_mod._SUMMED} | {"per_repeat": [0] * 2, "accepted_per_pos": [2], "tried_per_pos": [4]}
+    b = {k: 4.0 for k in bench_mod._SUMMED} | {"per_repeat": [0] * 8, "accepted_per_pos": [8], "tried_per_pos": [8]}
+    pooled = bench_mod._pooled([a, b], 2)
+    assert pooled["plain_s"] == 2.0 and pooled["accepted_per_pos"] == [4.0] and pooled["tried_per_pos"] == [6.0]
+    assert bench_mod._pooled([a, b])["plain_s"] == 5.0  # no repeats given: plain sums
+
+
+def test_bench_cli_rejects_a_negative_min_seconds(tmp_path, capsys):
+    from eyas.cli import main
+
+    f = tmp_path / "p.jsonl"
+    f.write_text('{"prompt": "hi"}\n')
+    assert main(["bench", "--prompts", str(f), "--min-seconds", "-1"]) != 0
+    assert "[bench] --min-seconds must be >= 0" in capsys.readouterr().err
+
+
 def test_metrics_count_depths_tried_after_an_accepted_parent():
     from eyas.speculative.metrics import SpeculativeMetrics
 

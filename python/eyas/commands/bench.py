@@ -1,8 +1,11 @@
 """`eyas bench --prompts FILE.jsonl ...`: plain vs speculative decoding on the same prompts, in one run.
 
 Each prompt runs plain and speculative generation back to back (order alternating per repeat), after
-one untimed warm-up of each. Prompts belong to workloads (a line's "workload", else its file's name);
-the table reports per prompt and per workload the decode speeds, their ratio, the mean accepted
+one untimed warm-up of each. A prompt whose timed decoding is still under `--min-seconds` on either
+side after `--repeats` pairs gets more pairs, up to four times as many: a 30-token reply decodes in
+~0.1 s, where one stall of this class of shared machine moves its ratio by a third. Workload figures
+weigh every prompt as `--repeats` pairs, whatever pairs it ran.
+Prompts belong to workloads (a line's "workload", else its file's name); the table reports per prompt and per workload the decode speeds, their ratio, the mean accepted
 length (tau), the acceptance rate at each depth, the worst single prompt and whether the outputs
 were identical (greedy, and sampled: both modes draw plain decoding's tokens for the seed).
 `--plot FILE.png` draws the ratios and per-depth acceptance.
@@ -32,6 +35,8 @@ def register(subparsers) -> None:
     add_model_options(p)
     p.add_argument("--max-tokens", type=int, default=128, help="tokens per prompt unless its line sets max_tokens")
     p.add_argument("--repeats", type=int, default=1)
+    p.add_argument("--min-seconds", type=float, default=1.0,
+                   help="more pairs (up to 4x --repeats) for a prompt until each side has decoded this long")
     p.add_argument("--limit", type=int, default=None, help="use only the first N prompts")
     p.add_argument("--temperature", type=float, default=0.0, help="0 = greedy")
     p.add_argument("--top-p", type=float, default=1.0)
@@ -81,8 +86,10 @@ def _run(model, ids, sampling, max_tokens, proposer=None, policy=None):
 
 
 def bench(model, prompts: list[dict], *, policy=None, max_tokens=128, repeats=1, temperature=0.0, seed=0,
-          top_p=1.0, top_k=0, log=None) -> dict:
-    """Paired plain/speculative runs; returns the per-prompt rows, per-workload summaries and totals."""
+          top_p=1.0, top_k=0, min_seconds=0.0, log=None) -> dict:
+    """Paired plain/speculative runs; returns the per-prompt rows, per-workload summaries and totals.
+    min_seconds: a prompt runs more pairs, up to MAX_EXTRA_PAIRS x repeats in all, while either side's
+    decode time is under it."""
     from eyas.sampling import SamplingParams
 
     if model.proposer is None:
@@ -103,11 +110,13 @@ def bench(model, prompts: list[dict], *, policy=None, max_tokens=128, repeats=1,
     for i, (item, ids) in enumerate(zip(prompts, encoded)):
         n = item.get("max_tokens") or max_tokens
         row = new_row(i, item.get("workload", "prompts"), len(ids))
-        for r in range(repeats):
+        r = 0
+        while r < repeats or (r < MAX_EXTRA_PAIRS * repeats and min(row["plain_s"], row["speculative_s"]) < min_seconds):
             runs = {}
             for name in (("plain", "speculative") if r % 2 == 0 else ("speculative", "plain")):
                 runs[name] = (plain if name == "plain" else speculative)(ids, n)
             add_pair(row, runs["plain"], runs["speculative"])
+            r += 1
         row.update(_rates(row))
         rows.append(row)
         if log:
@@ -119,10 +128,10 @@ def bench(model, prompts: list[dict], *, policy=None, max_tokens=128, repeats=1,
     for w in dict.fromkeys(r["workload"] for r in rows):
         mine = [r for r in rows if r["workload"] == w]
         worst = min(mine, key=lambda r: r["speedup"])
-        workloads[w] = {**_rates(_pooled(mine)), "prompts": len(mine), "worst_prompt": worst["prompt"],
+        workloads[w] = {**_rates(_pooled(mine, repeats)), "prompts": len(mine), "worst_prompt": worst["prompt"],
                         "worst_speedup": worst["speedup"], "speedup_per_repeat": repeat_speedups(mine),
                         "identical": all(r["identical"] for r in mine)}
-    total = _rates(_pooled(rows))
+    total = _rates(_pooled(rows, repeats))
     return {
         "rows": rows,
         "workloads": workloads,
@@ -137,6 +146,7 @@ def bench(model, prompts: list[dict], *, policy=None, max_tokens=128, repeats=1,
                  "lookup": pol.lookup},
         "max_tokens": max_tokens,
         "repeats": repeats,
+        "min_seconds": min_seconds,
         "temperature": temperature,
         "top_p": top_p,
         "top_k": top_k,
@@ -144,6 +154,9 @@ def bench(model, prompts: list[dict], *, policy=None, max_tokens=128, repeats=1,
         "kv_dtype": getattr(model.transformer, "kv_dtype", "f32"),
     }
 
+
+# Pairs a short prompt may run, as a multiple of --repeats (bench's min_seconds).
+MAX_EXTRA_PAIRS = 4
 
 _SUMMED = ("plain_s", "speculative_s", "plain_tokens", "speculative_tokens", "num_drafts", "num_accepted_tokens",
            "num_lookup_drafts", "num_lookup_accepted_tokens")
@@ -191,13 +204,17 @@ def _add_lists(a: list, b: list) -> list:
     return [(a[i] if i < len(a) else 0) + (b[i] if i < len(b) else 0) for i in range(n)]
 
 
-def _pooled(rows: list[dict]) -> dict:
-    """The counters of several rows added up (speeds are then ratios of sums, not means of ratios)."""
-    out = {k: sum(r[k] for r in rows) for k in _SUMMED}
-    for key in ("accepted_per_pos", "tried_per_pos"):
-        out[key] = []
-        for r in rows:
-            out[key] = _add_lists(out[key], r[key])
+def _pooled(rows: list[dict], repeats: int | None = None) -> dict:
+    """The counters of several rows added up (speeds are then ratios of sums, not means of ratios), each
+    row's scaled to `repeats` pairs if given: a short prompt that ran extra pairs weighs as much as the rest."""
+    out = {k: 0 for k in _SUMMED}
+    out["accepted_per_pos"], out["tried_per_pos"] = [], []
+    for r in rows:
+        w = repeats / max(1, len(r["per_repeat"])) if repeats else 1
+        for k in _SUMMED:
+            out[k] += r[k] * w
+        for key in ("accepted_per_pos", "tried_per_pos"):
+            out[key] = _add_lists(out[key], [x * w for x in r[key]])
     return out
 
 
@@ -227,17 +244,23 @@ def _spread(each: list[float] | None) -> str:
     return f" (repeats {_range(each)})" if each and len(each) > 1 else ""
 
 
+def _extra_pairs(result: dict) -> str:
+    s = result.get("min_seconds") or 0
+    return f" (up to {MAX_EXTRA_PAIRS * result['repeats']} under {s:g} s)" if s > 0 else ""
+
+
 def _depths(rates: list[float], most: int = 6) -> str:
     return " ".join(f"{r:.2f}" for r in rates[:most]) or "-"
 
 
 def _table(result: dict) -> str:
-    lines = [f"{'#':>3} {'workload':<16} {'prompt':>6} {'tokens':>6} {'plain tok/s':>11} {'spec tok/s':>10} "
+    lines = [f"{'#':>3} {'workload':<16} {'prompt':>6} {'tokens':>6} {'pairs':>5} {'plain tok/s':>11} {'spec tok/s':>10} "
              f"{'speedup':>7} {'tau':>5} {'copied':>6} {'same':>4}"]
     for r in result["rows"]:
         lines.append(f"{r['prompt']:>3} {r['workload'][:16]:<16} {r['prompt_tokens']:>6} {r['speculative_tokens']:>6} "
-                     f"{r['plain_tok_s']:>11.1f} {r['speculative_tok_s']:>10.1f} {r['speedup']:>6.2f}x "
-                     f"{r['mean_accepted_length']:>5.2f} {r['copied']:>6.0%} {'yes' if r['identical'] else 'NO':>4}")
+                     f"{len(r['per_repeat']):>5} {r['plain_tok_s']:>11.1f} {r['speculative_tok_s']:>10.1f} "
+                     f"{r['speedup']:>6.2f}x {r['mean_accepted_length']:>5.2f} {r['copied']:>6.0%} "
+                     f"{'yes' if r['identical'] else 'NO':>4}")
     lines.append("")
     lines.append(f"{'workload':<16} {'prompts':>7} {'plain tok/s':>11} {'spec tok/s':>10} {'ratio':>6} "
                  f"{'repeats':>11} {'tau':>5} {'copied':>6} {'worst (#)':>12}  acceptance at depth 1, 2, ...")
@@ -255,7 +278,7 @@ def _table(result: dict) -> str:
                  f"mean accepted length {result['mean_accepted_length']:.2f}, "
                  f"identical {same} | tree top_k={t['top_k']} depth={t['depth']}{' (adaptive)' if t['adaptive'] else ''}"
                  f"{' + lookup' if t.get('lookup') else ''} "
-                 f"total={t['total_tokens']}, repeats {result['repeats']}, "
+                 f"total={t['total_tokens']}, repeats {result['repeats']}{_extra_pairs(result)}, "
                  f"threads {result['threads']}, kv {result['kv_dtype']}")
     return "\n".join(lines)
 
@@ -266,6 +289,8 @@ def run(args: argparse.Namespace) -> int:
     for name in ("max_tokens", "repeats"):
         if getattr(args, name) < 1:
             fail(f"--{name.replace('_', '-')} must be >= 1")
+    if not args.min_seconds >= 0:
+        fail(f"--min-seconds must be >= 0, got {args.min_seconds}")
     prompts = [p for f in args.prompts for p in read_prompts(f, args.limit)]
     if args.plot:
         from eyas.commands.bench_plot import check_plotting
@@ -274,9 +299,11 @@ def run(args: argparse.Namespace) -> int:
     policy = TreePolicy.parse(args.tree) if args.tree else None
     model = load_model(args)
     log = None if args.json else (lambda r: print(f"{r['workload']} prompt {r['prompt']}: {r['speedup']:.2f}x, "
-                                                  f"tau {r['mean_accepted_length']:.2f}", file=sys.stderr))
+                                                  f"tau {r['mean_accepted_length']:.2f}, {len(r['per_repeat'])} pairs",
+                                                  file=sys.stderr))
     result = bench(model, prompts, policy=policy, max_tokens=args.max_tokens, repeats=args.repeats,
-                   temperature=args.temperature, seed=args.seed, top_p=args.top_p, top_k=args.top_k, log=log)
+                   temperature=args.temperature, seed=args.seed, top_p=args.top_p, top_k=args.top_k,
+                   min_seconds=args.min_seconds, log=log)
     result["prompts_files"] = [str(f) for f in args.prompts]
     result["drafter"] = str(args.drafter)
     result["drafter_family"] = args.drafter_family
