@@ -26,6 +26,16 @@ template <int Bytes>
 static inline void kq_prefetch_next(const uint8_t* p) {
   kq_prefetch_block<Bytes>(p + 4 * Bytes);
 }
+// Part `part` of Parts of kq_prefetch_next's lines: the row passes spread a block's 36-53 requests over its
+// computation instead of one burst at its start. On Zen 4 the burst starved passes of 2-8 rows, where a
+// block's arithmetic is long: cold 8192x2048, 2 threads, three alternating rounds, Q6_K T = 4 761-894 ->
+// 541-647 us, T = 8 1,008-1,240 -> 711-854, Q5_K T = 4 555-622 -> 455-533; T = 1 even (docs/performance.md §8.4).
+template <int Bytes, int Parts>
+static inline void kq_prefetch_next_part(const uint8_t* p, int part) {
+  constexpr int lines = (Bytes + 63) / 64;
+  for (int l = part * lines / Parts; l < (part + 1) * lines / Parts; ++l)
+    _mm_prefetch(reinterpret_cast<const char*>(p + 4 * Bytes + 64 * l), _MM_HINT_T1);
+}
 
 // Block b's float term of dot_generic.h for one row, given the row's sub-block dots with their
 // scales applied (i1): Q4_K / Q5_K subtract the mins' term, Q6_K takes the stored quants' + 32 out
@@ -157,12 +167,12 @@ static void k45_rows(const Job& j, const int32_t* pairs, const int64_t (&ns)[S],
       const int64_t n = ns[g];
       __m512* acc = accs[g];
       const uint8_t* s = srcs[g] + b * at.bytes;
-      kq_prefetch_next<at.bytes>(s);
       __m512i i1[RT];
 #pragma GCC unroll 16
       for (int t = 0; t < RT; ++t) i1[t] = _mm512_setzero_si512();
 #pragma GCC unroll 4
       for (int c = 0; c < 4; ++c) {
+        kq_prefetch_next_part<at.bytes, 4>(s, c);
         const __m512i scl = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + at.sc + 32 * c)));
         const __m512i sch = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + at.sc + 16 + 32 * c)));
         if constexpr (kWide) {
@@ -259,7 +269,6 @@ static void k6_rows(const Job& j, const int32_t* pairs, const int64_t (&ns)[S], 
       const int64_t n = ns[g];
       __m512* acc = accs[g];
       const uint8_t* s = srcs[g] + b * kQ6KPackBlockBytes;
-      kq_prefetch_next<kQ6KPackBlockBytes>(s);
       __m512i iv[RT];
 #pragma GCC unroll 16
       for (int t = 0; t < RT; ++t) iv[t] = _mm512_setzero_si512();
@@ -270,6 +279,7 @@ static void k6_rows(const Job& j, const int32_t* pairs, const int64_t (&ns)[S], 
 #pragma GCC unroll 2
           for (int rr = 0; rr < 2; ++rr) {  // sub-blocks 8h + 2e + rr (low nibbles), + 4 (high)
             const int gl = 8 * h + 2 * e + rr, gh = gl + 4;
+            kq_prefetch_next_part<kQ6KPackBlockBytes, 8>(s, 4 * h + 2 * e + rr);
             // sub-block gl's quants (low nibbles) or gh's (high) of plane r
             auto quants = [&](int r, bool high) { return k6_quants<Gfni>(s, h, e, r, high); };
             auto xq = [&](int t, int r) { return xq0 + t * j.k + b * 256 + 128 * h + 32 * e + 4 * r; };
