@@ -102,7 +102,7 @@ def test_bench_reports_each_repeat_ratio(tmp_path):
     assert f"{lo:.2f}-{hi:.2f}x" in table and "(repeats " in table
 
 
-def test_bench_short_prompts_run_extra_pairs_and_weigh_as_the_rest(monkeypatch):
+def test_bench_short_prompts_run_extra_pairs_and_weigh_as_the_rest():
     from eyas.commands import bench as bench_mod
 
     prompts = [{"prompt": "hello", "chat": False, "workload": "a"}, {"prompt": "abcdef", "chat": False, "workload": "a"}]

@@ -17,6 +17,7 @@
 // Q6_K 7.4-7.6 / 12.5 -> 16-17 / 18-22 GB/s, Q5_K 8-13 / 13-15 -> 15-20 / 21-28), and Q4_K's on an Intel
 // Xeon (bench_matmul cold, 2 threads, 16384x2048 T = 1 / 8: 851-861 / 1,428-1,678 -> 686-750 /
 // 1,243-1,295 us; SmolLM2-1.7B Q4_K_M decode step 43.5-44.4 -> 41.4-43.6 ms), where Zen 4 had it even.
+constexpr int kKqPrefetchAhead = 4;  // blocks
 template <int Bytes>
 static inline void kq_prefetch_block(const uint8_t* p) {  // the block at p, into L2
 #pragma GCC unroll 64
@@ -24,7 +25,7 @@ static inline void kq_prefetch_block(const uint8_t* p) {  // the block at p, int
 }
 template <int Bytes>
 static inline void kq_prefetch_next(const uint8_t* p) {
-  kq_prefetch_block<Bytes>(p + 4 * Bytes);
+  kq_prefetch_block<Bytes>(p + kKqPrefetchAhead * Bytes);
 }
 // Part `part` of Parts of kq_prefetch_next's lines: the row passes spread a block's 36-53 requests over its
 // computation instead of one burst at its start. On Zen 4 the burst starved passes of 2-8 rows, where a
@@ -34,7 +35,7 @@ template <int Bytes, int Parts>
 static inline void kq_prefetch_next_part(const uint8_t* p, int part) {
   constexpr int lines = (Bytes + 63) / 64;
   for (int l = part * lines / Parts; l < (part + 1) * lines / Parts; ++l)
-    _mm_prefetch(reinterpret_cast<const char*>(p + 4 * Bytes + 64 * l), _MM_HINT_T1);
+    _mm_prefetch(reinterpret_cast<const char*>(p + kKqPrefetchAhead * Bytes + 64 * l), _MM_HINT_T1);
 }
 
 // Block b's float term of dot_generic.h for one row, given the row's sub-block dots with their
