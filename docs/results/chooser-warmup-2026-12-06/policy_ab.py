@@ -1,4 +1,4 @@
-# The adaptive chooser of one or more commits against the working tree's, in one process: plain decoding
+# The adaptive chooser of one or more commits (or adaptive.py files, by path ending .py) against the working tree's, in one process: plain decoding
 # and the default policy (auto) with each chooser, greedy, on the first LIMIT prompts of every E7 file and
 # eval_chat (or the FILES given), the order rotating per prompt and repeat. From the repository root:
 #   python docs/results/chooser-warmup-2026-12-06/policy_ab.py COMMIT[,COMMIT...] LIMIT REPEATS [FILE ...]
@@ -22,6 +22,11 @@ FILES = sys.argv[4:] or FILES
 
 
 def chooser_at(commit):
+    if commit.endswith(".py"):  # an adaptive.py file instead of a commit
+        spec = importlib.util.spec_from_file_location("adaptive_" + str(abs(hash(commit))), commit)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module.DepthChooser
     src = subprocess.run(["git", "show", f"{commit}:python/eyas/speculative/adaptive.py"], check=True,
                          capture_output=True, text=True).stdout
     with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:

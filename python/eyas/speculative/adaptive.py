@@ -80,6 +80,12 @@ class DepthChooser:
     # start drafting where drafts paid, few enough that content the drafter misses (a chat after code)
     # turns it back to plain steps within a handful of rounds.
     CARRIED_TRIES = 4.0
+    # ... and those tries fade by this factor at each drafting round of the new generation, whichever
+    # positions it reached: a deep position is tried only after the ones before it landed, so on content
+    # the drafter misses (chat after raw code) carried deep acceptance (~0.9) outlived the new first
+    # drafts' misses and kept chains of 2-3 tokens running at ~0.5 accepted tokens a round. Faded, a deep
+    # position falls back to its prior, the position before it, within a handful of rounds.
+    CARRY_FADE = 0.85
 
     def __init__(self, max_depth: int, cost=None, previous: "DepthChooser | None" = None,
                  costs_of: "DepthChooser | None" = None):
@@ -102,6 +108,9 @@ class DepthChooser:
             self.cost = [float(cost(d)) for d in range(max_depth + 1)]
         self.tried = [0.0] * (max_depth + 1)  # [j]: decayed rounds that drafted j after accepting j - 1
         self.accepted = [0.0] * (max_depth + 1)  # [j]: ... and accepted j
+        # The previous generation's counts (CARRIED_TRIES at most), fading by CARRY_FADE per drafting round
+        self.carried_tried = [0.0] * (max_depth + 1)
+        self.carried_accepted = [0.0] * (max_depth + 1)
         self.rounds = 0
         self._probe = 0
         self._probing = False  # the coming round is a probe of one drafted token while plain steps win
@@ -119,15 +128,23 @@ class DepthChooser:
             # drafting that its stale value favours never runs plain steps to correct it (after raw code,
             # c(0) carried as 5.1 ms kept chat drafting two tokens a round at p1 ~ 0.35 for three replies,
             # while a plain step there took 3.3-3.8 ms). So each generation times its own right after.
-            scale = [min(1.0, self.CARRIED_TRIES / t) if t > 0 else 0.0 for t in previous.tried]
-            self.tried = [k * t for k, t in zip(scale, previous.tried)]
-            self.accepted = [k * a for k, a in zip(scale, previous.accepted)]
+            tried, accepted = previous.total_tried(), previous.total_accepted()
+            scale = [min(1.0, self.CARRIED_TRIES / t) if t > 0 else 0.0 for t in tried]
+            self.carried_tried = [k * t for k, t in zip(scale, tried)]
+            self.carried_accepted = [k * a for k, a in zip(scale, accepted)]
             self._probe_gap = previous._probe_gap  # probes stay as rare as they had become
             self._next_probe = previous._probe_gap
         if costs_of is not None:  # one cost table for rounds that cost the same (copies of any match size)
             if costs_of.max_depth != max_depth or costs_of.fixed != self.fixed:
                 raise ValueError("[speculative] costs_of must have the same max_depth and cost kind")
             self.cost, self.fresh = costs_of.cost, costs_of.fresh
+
+    def total_tried(self) -> list[float]:
+        """[j]: this generation's decayed tries of position j plus the previous one's, as they stand now."""
+        return [t + c for t, c in zip(self.tried, self.carried_tried)]
+
+    def total_accepted(self) -> list[float]:
+        return [a + c for a, c in zip(self.accepted, self.carried_accepted)]
 
     def set_fixed_cost(self, cost) -> None:
         """A fixed-cost chooser's model for the coming rounds (it changes with the context length)."""
@@ -165,7 +182,8 @@ class DepthChooser:
         p = 0.5
         for j in range(1, d + 1):
             prior = max(0.5, p) if self.fixed else p
-            p = (self.accepted[j] + 2.0 * prior) / (self.tried[j] + 2.0)
+            p = (self.accepted[j] + self.carried_accepted[j] + 2.0 * prior) / (
+                self.tried[j] + self.carried_tried[j] + 2.0)
             yield p
 
     def expected_tokens(self, d: int) -> float:
@@ -200,7 +218,7 @@ class DepthChooser:
 
     def optimistic_acceptance(self, j: int) -> float:
         """p_j one standard deviation of its posterior up (Beta(accepted + 1, tried - accepted + 1))."""
-        p, n = self.acceptance(j), self.tried[j]
+        p, n = self.acceptance(j), self.tried[j] + self.carried_tried[j]
         return min(1.0, p + (p * (1.0 - p) / (n + 3.0)) ** 0.5)
 
     def best(self) -> int:
@@ -270,6 +288,9 @@ class DepthChooser:
             self.cost[depth], self.fresh[depth] = c, True
             if depth == 0:
                 self._plain_timed += 1
+        if depth > 0:  # every drafting round weighs the previous generation's counts less (CARRY_FADE)
+            self.carried_tried = [self.CARRY_FADE * t for t in self.carried_tried]
+            self.carried_accepted = [self.CARRY_FADE * a for a in self.carried_accepted]
         # Only the positions this round tried fade: plain steps bring no news of the drafter, and
         # letting the counts fade through them would drift p_j back to the prior (0.5) and draft again.
         for j in range(1, depth + 1):
