@@ -258,3 +258,20 @@ def test_speculative_first_token_is_plain_decodings_draw():
         gen = SpeculativeGenerator(target, Eagle3Proposer(drafter), TreePolicy.chain(2)).steps([4, 5, 6], params)
         assert next(gen) == plain
         gen.close()
+
+
+@pytest.mark.parametrize("kw", [dict(temperature=0.7), dict(temperature=1.5, top_p=0.9), dict(temperature=1.0, top_k=5),
+                                dict(temperature=0.8, top_k=40, top_p=0.5)])
+def test_sample_with_top_draws_the_same_token_and_gives_the_rows_top_probability(kw):
+    """The speculative policy's acceptance bound: the same draw as `sample` (same rng use) and the
+    largest probability of the filtered row it came from."""
+    rng = np.random.default_rng(3)
+    for v in (7, 49152):
+        x = (rng.standard_normal(v) * 3).astype(np.float32)
+        a, b = speculative.Rng(11), speculative.Rng(11)
+        for _ in range(3):
+            token, top = speculative.sample_with_top(x, rng=a, **kw)
+            assert token == speculative.sample(x, rng=b, **kw)
+            assert top == pytest.approx(filtered_distribution(x, **kw).max(), rel=1e-6)
+    x = np.array([0.5, 3.0, 3.0, -1.0], np.float32)
+    assert speculative.sample_with_top(x, rng=speculative.Rng(0)) == (1, 1.0)  # greedy: the argmax, bound 1

@@ -9,7 +9,7 @@ from eyas.generation import plain_steps
 from eyas.sampling import SamplingParams
 from eyas.speculative import Eagle3Proposer, SpeculativeGenerator, TreePolicy
 from eyas.speculative import generator as generator_module
-from eyas.speculative.adaptive import DepthChooser
+from eyas.speculative.adaptive import AcceptanceBound, DepthChooser, fixed_cost
 from tests.parity.cases_speculative import build, random_checkpoint
 from tests.test_speculative_greedy import AUX, LAYERS, make_target, probe_logits, take
 
@@ -470,3 +470,31 @@ def test_choosers_can_share_one_cost_table():
         DepthChooser(4, costs_of=a)
     with pytest.raises(ValueError, match=r"\[speculative\] costs_of"):
         DepthChooser(3, cost=lambda d: 1.0, costs_of=a)
+
+
+@pytest.mark.parametrize("top, drafts", [(0.2, False), (0.95, True)])
+def test_a_sampled_chooser_drafts_only_where_the_rows_top_probability_allows(top, drafts):
+    """Under sampling a draft lands only when the draw equals it, so the target rows' top probability
+    (AcceptanceBound, fed by plain steps) caps every p_j: at a high temperature (top ~0.2) the chooser
+    neither explores nor probes; where the target is sure it drafts as before."""
+    c = DepthChooser(3, cost=lambda d: fixed_cost(d))
+    c.bound = AcceptanceBound()
+    c.bound.observe(top)
+    picks = []
+    for _ in range(200):
+        d = c.choose()
+        picks.append(d)
+        c.observe(d, min(d, 1), 0.0)  # every first draft would land, were one drafted
+        if d == 0:
+            c.bound.observe(top)
+    assert (sum(picks) > 100) == drafts
+    if not drafts:
+        assert picks == [0] * 200  # not one exploring draft or probe
+
+
+def test_acceptance_bound_is_a_decayed_mean():
+    b = AcceptanceBound()
+    assert b.value == 1.0  # none observed (greedy): no bound
+    for p in (0.2, 0.4):
+        b.observe(p)
+    assert b.value == pytest.approx((0.9 * 0.2 + 0.4) / (0.9 + 1.0))

@@ -82,6 +82,28 @@ EYAS_BINDINGS(speculative_tree) {
       "One token from logits F32[V] (argmax when temperature == 0; else softmax(logits/T), top-k, then top-p), "
       "drawn with the rules and rng accept() uses.");
 
+  s.def(
+      "sample_with_top",
+      [](bind::Array logits, float temperature, int32_t top_k, float top_p, Rng& rng) {
+        const char* op = "sample_with_top";
+        Tensor t = bind::typed(op, "logits", logits, DType::F32, 1);
+        SamplingParams p = sampling(op, temperature, top_k, top_p);
+        const float* x = t.data<float>();
+        const int64_t n = t.dim(0);
+        if (n < 1) fail(op, "logits must not be empty");
+        check_logits_row(op, x, n);
+        double top = 1.0;
+        int32_t token;
+        {
+          nb::gil_scoped_release release;
+          token = sample_token(x, n, p, rng, &top);
+        }
+        return nb::make_tuple(token, top);
+      },
+      "logits"_a, nb::kw_only(), "temperature"_a = 0.0f, "top_k"_a = 0, "top_p"_a = 1.0f, "rng"_a,
+      "(token, top probability): sample()'s draw (the same rng use) and the largest probability of the row it "
+      "was drawn from (1 when greedy): the most a drafted token could be accepted with there.");
+
   nb::class_<TreeBuilder>(s, "TreeBuilder",
                           "EAGLE-2 best-first tree expansion driven by per-level draft logits.")
       .def(

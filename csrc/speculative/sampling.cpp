@@ -270,7 +270,8 @@ int32_t draw_in_id_order(size_t count, Entry entry, Rng& rng) {
 
 }  // namespace
 
-int32_t sample_token(const float* logits, int64_t n, const SamplingParams& p, Rng& rng) {
+int32_t sample_token(const float* logits, int64_t n, const SamplingParams& p, Rng& rng, double* top_prob) {
+  if (top_prob) *top_prob = 1.0;
   if (p.temperature <= 0.0f) return argmax_row(logits, n);
   thread_local RowDistribution d;
   d.compute(logits, n, p);
@@ -278,6 +279,8 @@ int32_t sample_token(const float* logits, int64_t n, const SamplingParams& p, Rn
     rng.uniform();
     return d.only;
   }
+  if (top_prob)  // the kept ids' largest share, or the softmax row's at its argmax (a SIMD scan)
+    *top_prob = d.filtered ? *std::max_element(d.head.begin(), d.head.end()) : d.prob(argmax_row(d.e.data(), n));
   if (!d.filtered)  // the draw over target_probs' row, each probability divided as the scan reaches it
     return draw_in_id_order(size_t(n), [&](size_t i) { return std::pair{int32_t(i), d.prob(int32_t(i))}; }, rng);
   // over target_probs' row the scan meets the kept ids in id order and skips the zeros between them

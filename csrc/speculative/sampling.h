@@ -36,6 +36,9 @@ void target_probs(const float* logits, int64_t n, const SamplingParams& p, std::
 // building that row: probabilities are divided only as the scan reaches them, and a filtered row's draw
 // visits its kept ids alone, in id order. Plain decoding, the first token and accept_tree (the target's
 // token at each node it visits) use it.
-int32_t sample_token(const float* logits, int64_t n, const SamplingParams& p, Rng& rng);
+// top_prob (optional): set to the largest probability of that row, the most a drafted token can be
+// accepted with at this position (a sampled draft lands when the draw equals it): the speculative
+// policy's bound on acceptance, measured on every plain step. Greedy rows give 1.
+int32_t sample_token(const float* logits, int64_t n, const SamplingParams& p, Rng& rng, double* top_prob = nullptr);
 
 }  // namespace eyas::speculative

@@ -51,3 +51,10 @@ class SamplingParams:
         from eyas import _core
 
         return _core.speculative.sample(logits, rng=rng, **self.filters())
+
+    def sample_with_top(self, logits, rng) -> tuple[int, float]:
+        """`sample`'s draw (the same rng use) and the largest probability of the filtered row it was drawn
+        from (1 when greedy): the most a drafted token could be accepted with at this position."""
+        from eyas import _core
+
+        return _core.speculative.sample_with_top(logits, rng=rng, **self.filters())

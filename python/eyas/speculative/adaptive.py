@@ -46,6 +46,27 @@ def lookup_fixed_cost(d: int, context_share: float = 0.0) -> float:
     return fixed_cost(d, context_share, VERIFY_NODE)
 
 
+class AcceptanceBound:
+    """Under sampling a drafted token lands only when the target's draw equals it, so at any position no
+    drafter is accepted more often than the largest probability of the target's (filtered) row there.
+    A decayed mean of that probability over the plain steps (`observe`, from the sampler) bounds every
+    p_j: at high temperatures, where it is low, drafting and its probes stop without trying; greedy
+    choosers have none (1)."""
+
+    DECAY = 0.9  # per plain step: the bound follows the content over the last ~10 tokens
+
+    def __init__(self):
+        self._sum = self._n = 0.0
+
+    def observe(self, top_prob: float) -> None:
+        self._sum = self.DECAY * self._sum + float(top_prob)
+        self._n = self.DECAY * self._n + 1.0
+
+    @property
+    def value(self) -> float:
+        return self._sum / self._n if self._n else 1.0
+
+
 class DepthChooser:
     """max_depth: deepest chain to draft. Call `choose()` before a round, `observe()` after it.
     cost: None to measure c(d) from the rounds' times, or a function d -> relative cost (then the
@@ -111,6 +132,7 @@ class DepthChooser:
         # The previous generation's counts (CARRIED_TRIES at most), fading by CARRY_FADE per drafting round
         self.carried_tried = [0.0] * (max_depth + 1)
         self.carried_accepted = [0.0] * (max_depth + 1)
+        self.bound: AcceptanceBound | None = None  # caps every p_j (sampling: the generator sets it)
         self.rounds = 0
         self._probe = 0
         self._probing = False  # the coming round is a probe of one drafted token while plain steps win
@@ -179,12 +201,12 @@ class DepthChooser:
 
     def _acceptances(self, d: int):
         """p_1 .. p_d in one pass (each prior is the one before it; a fixed-cost chooser's at least 1/2)."""
-        p = 0.5
+        p, cap = 0.5, self.bound.value if self.bound else 1.0
         for j in range(1, d + 1):
             prior = max(0.5, p) if self.fixed else p
             p = (self.accepted[j] + self.carried_accepted[j] + 2.0 * prior) / (
                 self.tried[j] + self.carried_tried[j] + 2.0)
-            yield p
+            yield min(p, cap)
 
     def expected_tokens(self, d: int) -> float:
         return self._expected_upto(d)[d]
@@ -219,7 +241,13 @@ class DepthChooser:
     def optimistic_acceptance(self, j: int) -> float:
         """p_j one standard deviation of its posterior up (Beta(accepted + 1, tried - accepted + 1))."""
         p, n = self.acceptance(j), self.tried[j] + self.carried_tried[j]
-        return min(1.0, p + (p * (1.0 - p) / (n + 3.0)) ** 0.5)
+        return min(1.0, self.bound.value if self.bound else 1.0, p + (p * (1.0 - p) / (n + 3.0)) ** 0.5)
+
+    def _bound_allows_drafting(self) -> bool:
+        """Whether one drafted token accepted at the bound would beat a plain step (always without a bound)."""
+        if self.bound is None or self.cost[0] is None or self.cost[1] is None:
+            return True
+        return (1.0 + self.bound.value) / self.cost[1] > (1.0 + self.MARGIN) / self.cost[0]
 
     def best(self) -> int:
         # Runs before every round: one pass over the acceptances and one list of the measured costs.
@@ -239,7 +267,7 @@ class DepthChooser:
         self._probing = False
         if self.fixed:  # (never warm: sampling carries nothing over)
             if self.rounds == 1:
-                return 1
+                return 1 if self._bound_allows_drafting() else 0
         elif self.rounds <= self.WARMUP_ROUNDS:  # untimed rounds: one drafted token, the cheapest sign of
             known = self.cost[0] is not None and self.cost[1] is not None  # whether drafting pays, or none
             return min(1, self.best()) if known else 1  # where a carried (or shared) table says drafts lose
@@ -258,6 +286,8 @@ class DepthChooser:
         if d == 0:  # drafts do not pay: look again with the cheapest draft, less and less often
             self._next_probe = self.rounds + self._probe_gap
             self._probe_gap = min(2 * self._probe_gap, self.MAX_PROBE_GAP)
+            if not self._bound_allows_drafting():  # not even a draft landing at the bound would pay
+                return 0
             self._probing = True
             return 1
         # Keep the neighbours' costs and acceptance current, deeper and shallower in turn: the best depth

@@ -14,7 +14,7 @@ from typing import Iterator
 
 import numpy as np
 
-from eyas.speculative.adaptive import DepthChooser, fixed_cost, lookup_fixed_cost
+from eyas.speculative.adaptive import AcceptanceBound, DepthChooser, fixed_cost, lookup_fixed_cost
 from eyas.speculative.lookup import PromptLookup, chain_tree
 from eyas.speculative.metrics import SpeculativeMetrics
 from eyas.speculative.policy import TreePolicy
@@ -93,7 +93,13 @@ class SpeculativeGenerator:
         rng = sampling.make_rng()
         ids = np.asarray(prompt_ids, dtype=np.int32)
         aux, logits = self._prefill(ids[keep:])
-        first = sampling.sample(logits[-1], rng)  # the same draw plain decoding makes
+        # the same draw plain decoding makes; under sampling its row's top probability bounds acceptance
+        bound = None if sampling.greedy else AcceptanceBound()
+        if bound:
+            first, top = sampling.sample_with_top(logits[-1], rng)
+            bound.observe(top)
+        else:
+            first = sampling.sample(logits[-1], rng)
         yield [first]
         # Pairs the proposer has not ingested yet, as parts joined once at its next round (plain steps
         # add one pair each: appending to one array would copy all of them every step).
@@ -107,6 +113,7 @@ class SpeculativeGenerator:
         if self.policy.adaptive:
             previous = _GREEDY_CHOOSERS.get(proposer) if greedy else None
             chooser = DepthChooser(self.policy.depth, cost=None if greedy else fixed_cost, previous=previous)
+            chooser.bound = bound
             if greedy:
                 _GREEDY_CHOOSERS[proposer] = chooser
         if self.policy.lookup:  # copies of earlier text (eyas.speculative.lookup), where they pay
@@ -120,6 +127,7 @@ class SpeculativeGenerator:
             for n in lookup.SIZES:
                 copies[n] = DepthChooser(self.policy.depth, cost=None if greedy else lookup_fixed_cost,
                                          previous=previous.get(n), costs_of=copies.get(lookup.SIZES[0]))
+                copies[n].bound = bound
             if greedy:
                 _GREEDY_LOOKUP_CHOOSERS[proposer] = copies
         weights = max(1, target.weight_bytes)
@@ -179,7 +187,7 @@ class SpeculativeGenerator:
                 if depth == 0:  # a plain step; the proposer ingests its pair before the next propose
                     t0 = time.perf_counter()
                     root = int(pending_tokens[-1][-1])
-                    features, tokens = self._plain_step(root, sampling, rng)
+                    features, tokens = self._plain_step(root, sampling, rng, bound)
                     self.stats.verify_s += time.perf_counter() - t0
                     self.stats.observe(1, 0)
                     last = None if gated else (chooser, 0, 0, t0)
@@ -231,15 +239,20 @@ class SpeculativeGenerator:
                 proposer.ingest(np.concatenate(pending_aux), np.concatenate(pending_tokens))
             raise
 
-    def _plain_step(self, root: int, sampling, rng) -> tuple[np.ndarray, np.ndarray]:
+    def _plain_step(self, root: int, sampling, rng, bound: AcceptanceBound | None) -> tuple[np.ndarray, np.ndarray]:
         """A round with nothing drafted: plain decoding's own step (greedy: forward(logits="argmax"),
         so the same bits; sampled: the last row through the C++ sampler on the rounds' rng, the
-        distribution a one-node tree's accept would draw from) that also captures the root's drafter
-        features: (features F32[1, F*H], next token int32[1])."""
+        distribution a one-node tree's accept would draw from, its top probability into `bound`) that
+        also captures the root's drafter features: (features F32[1, F*H], next token int32[1])."""
         greedy = sampling.greedy
         out = self.target.decode(root, logits="argmax" if greedy else "last", capture_aux=True)
         features = split_aux(out["aux"], self.n_features, self.lazy)[0]
-        token = out["argmax"] if greedy else sampling.sample(out["logits"][-1], rng)
+        if greedy:
+            token = out["argmax"]
+        else:
+            token, top = sampling.sample_with_top(out["logits"][-1], rng)
+            if bound:
+                bound.observe(top)
         return features, np.array([token], np.int32)
 
     def _prefill(self, ids: np.ndarray):
