@@ -127,7 +127,6 @@ class SpeculativeGenerator:
             for n in lookup.SIZES:
                 copies[n] = DepthChooser(self.policy.depth, cost=None if greedy else lookup_fixed_cost,
                                          previous=previous.get(n), costs_of=copies.get(lookup.SIZES[0]))
-                copies[n].bound = bound
             if greedy:
                 _GREEDY_LOOKUP_CHOOSERS[proposer] = copies
         weights = max(1, target.weight_bytes)
