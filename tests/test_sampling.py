@@ -275,3 +275,13 @@ def test_sample_with_top_draws_the_same_token_and_gives_the_rows_top_probability
             assert top == pytest.approx(filtered_distribution(x, **kw).max(), rel=1e-6)
     x = np.array([0.5, 3.0, 3.0, -1.0], np.float32)
     assert speculative.sample_with_top(x, rng=speculative.Rng(0)) == (1, 1.0)  # greedy: the argmax, bound 1
+
+
+def test_sample_with_top_refuses_what_sample_refuses():
+    rng = speculative.Rng(0)
+    with pytest.raises(ValueError, match=r"\[sample_with_top\].*NaN"):
+        speculative.sample_with_top(np.array([0.0, np.nan], np.float32), temperature=1.0, rng=rng)
+    with pytest.raises(ValueError, match=r"\[sample_with_top\].*top_p"):
+        speculative.sample_with_top(np.zeros(4, np.float32), temperature=1.0, top_p=0.0, rng=rng)
+    with pytest.raises(ValueError, match=r"\[sample_with_top\].*empty"):
+        speculative.sample_with_top(np.zeros(0, np.float32), temperature=1.0, rng=rng)

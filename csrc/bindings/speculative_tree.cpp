@@ -41,6 +41,19 @@ static SamplingParams sampling(const char* op, float temperature, int32_t top_k,
   return p;
 }
 
+// sample_token over a checked logits row (F32[V], no NaN, not all -inf), without the GIL.
+static int32_t draw(const char* op, bind::Array logits, float temperature, int32_t top_k, float top_p, Rng& rng,
+                    double* top_prob) {
+  Tensor t = bind::typed(op, "logits", logits, DType::F32, 1);
+  SamplingParams p = sampling(op, temperature, top_k, top_p);
+  const float* x = t.data<float>();
+  const int64_t n = t.dim(0);
+  if (n < 1) fail(op, "logits must not be empty");
+  check_logits_row(op, x, n);
+  nb::gil_scoped_release release;
+  return sample_token(x, n, p, rng, top_prob);
+}
+
 EYAS_BINDINGS(speculative_tree) {
   nb::module_ s = bind::speculative_module(m);
 
@@ -68,15 +81,7 @@ EYAS_BINDINGS(speculative_tree) {
   s.def(
       "sample",
       [](bind::Array logits, float temperature, int32_t top_k, float top_p, Rng& rng) {
-        const char* op = "sample";
-        Tensor t = bind::typed(op, "logits", logits, DType::F32, 1);
-        SamplingParams p = sampling(op, temperature, top_k, top_p);
-        const float* x = t.data<float>();
-        const int64_t n = t.dim(0);
-        if (n < 1) fail(op, "logits must not be empty");
-        check_logits_row(op, x, n);
-        nb::gil_scoped_release release;
-        return sample_token(x, n, p, rng);
+        return draw("sample", logits, temperature, top_k, top_p, rng, nullptr);
       },
       "logits"_a, nb::kw_only(), "temperature"_a = 0.0f, "top_k"_a = 0, "top_p"_a = 1.0f, "rng"_a,
       "One token from logits F32[V] (argmax when temperature == 0; else softmax(logits/T), top-k, then top-p), "
@@ -85,19 +90,8 @@ EYAS_BINDINGS(speculative_tree) {
   s.def(
       "sample_with_top",
       [](bind::Array logits, float temperature, int32_t top_k, float top_p, Rng& rng) {
-        const char* op = "sample_with_top";
-        Tensor t = bind::typed(op, "logits", logits, DType::F32, 1);
-        SamplingParams p = sampling(op, temperature, top_k, top_p);
-        const float* x = t.data<float>();
-        const int64_t n = t.dim(0);
-        if (n < 1) fail(op, "logits must not be empty");
-        check_logits_row(op, x, n);
         double top = 1.0;
-        int32_t token;
-        {
-          nb::gil_scoped_release release;
-          token = sample_token(x, n, p, rng, &top);
-        }
+        const int32_t token = draw("sample_with_top", logits, temperature, top_k, top_p, rng, &top);
         return nb::make_tuple(token, top);
       },
       "logits"_a, nb::kw_only(), "temperature"_a = 0.0f, "top_k"_a = 0, "top_p"_a = 1.0f, "rng"_a,
