@@ -22,16 +22,14 @@ FILES = sys.argv[4:] or FILES
 
 
 def chooser_at(commit):
-    if commit.endswith(".py"):  # an adaptive.py file instead of a commit
-        spec = importlib.util.spec_from_file_location("adaptive_" + str(abs(hash(commit))), commit)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        return module.DepthChooser
-    src = subprocess.run(["git", "show", f"{commit}:python/eyas/speculative/adaptive.py"], check=True,
-                         capture_output=True, text=True).stdout
-    with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
-        f.write(src)
-    spec = importlib.util.spec_from_file_location(f"adaptive_{commit}", f.name)
+    path = commit
+    if not commit.endswith(".py"):  # a commit: its adaptive.py, written out to import
+        src = subprocess.run(["git", "show", f"{commit}:python/eyas/speculative/adaptive.py"], check=True,
+                             capture_output=True, text=True).stdout
+        with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
+            f.write(src)
+        path = f.name
+    spec = importlib.util.spec_from_file_location(f"adaptive_{abs(hash(commit))}", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module.DepthChooser

@@ -209,9 +209,11 @@ class DepthChooser:
             prior = max(0.5, p) if self.fixed else p
             p = (self.accepted[j] + self.carried_accepted[j] + 2.0 * prior) / (
                 self.tried[j] + self.carried_tried[j] + 2.0)
-            if j == 1 and self.bound:  # the bound is a mean over positions: it caps the first draft alone
-                p = min(p, self.bound.value)
-            yield p
+            yield self._capped(j, p)
+
+    def _capped(self, j: int, p: float) -> float:
+        """p_j under the acceptance bound: a mean over positions, it caps the first draft alone."""
+        return min(p, self.bound.value) if j == 1 and self.bound else p
 
     def expected_tokens(self, d: int) -> float:
         return self._expected_upto(d)[d]
@@ -246,7 +248,7 @@ class DepthChooser:
     def optimistic_acceptance(self, j: int) -> float:
         """p_j one standard deviation of its posterior up (Beta(accepted + 1, tried - accepted + 1))."""
         p, n = self.acceptance(j), self.tried[j] + self.carried_tried[j]
-        return min(1.0, self.bound.value if self.bound else 1.0, p + (p * (1.0 - p) / (n + 3.0)) ** 0.5)
+        return min(1.0, self._capped(j, p + (p * (1.0 - p) / (n + 3.0)) ** 0.5))
 
     def _bound_allows_drafting(self) -> bool:
         """Whether one drafted token accepted at the bound would beat a plain step (always without a bound)."""

@@ -93,13 +93,11 @@ class SpeculativeGenerator:
         rng = sampling.make_rng()
         ids = np.asarray(prompt_ids, dtype=np.int32)
         aux, logits = self._prefill(ids[keep:])
-        # the same draw plain decoding makes; under sampling its row's top probability bounds acceptance
-        bound = None if sampling.greedy else AcceptanceBound()
+        # Sampled adaptive policies bound acceptance by the top probability of the target's rows.
+        bound = AcceptanceBound() if self.policy.adaptive and not sampling.greedy else None
+        first, top = sampling.sample_with_top(logits[-1], rng)  # the same draw plain decoding makes
         if bound:
-            first, top = sampling.sample_with_top(logits[-1], rng)
             bound.observe(top)
-        else:
-            first = sampling.sample(logits[-1], rng)
         yield [first]
         # Pairs the proposer has not ingested yet, as parts joined once at its next round (plain steps
         # add one pair each: appending to one array would copy all of them every step).
@@ -248,10 +246,11 @@ class SpeculativeGenerator:
         features = split_aux(out["aux"], self.n_features, self.lazy)[0]
         if greedy:
             token = out["argmax"]
-        else:
+        elif bound:
             token, top = sampling.sample_with_top(out["logits"][-1], rng)
-            if bound:
-                bound.observe(top)
+            bound.observe(top)
+        else:
+            token = sampling.sample(out["logits"][-1], rng)
         return features, np.array([token], np.int32)
 
     def _prefill(self, ids: np.ndarray):
