@@ -1,3 +1,6 @@
+# Greedy auto on the first 8 eval_chat prompts (after one warm-up pass): each engine call the generator makes
+# timed (verify, accept, commit, plain steps, the drafter's ingest, propose by depth) and the rest of the
+# decode time per round. From the repository root: python docs/results/round-costs-2026-12-07/chat_round_parts.py
 import json, time, collections, eyas
 from eyas import generation
 from eyas.sampling import SamplingParams
@@ -17,7 +20,6 @@ P = type(spec.proposer); fprop = P.propose
 def prop(self, policy):
     t0 = time.perf_counter(); r = fprop(self, policy); k = f"propose_d{policy.depth}"; acc[k] += time.perf_counter() - t0; cnt[k] += 1; return r
 P.propose = prop
-fing = P.ingest
 
 rows = [json.loads(l) for l in open("bench/prompts/eval_chat.jsonl")][:8]
 def go():

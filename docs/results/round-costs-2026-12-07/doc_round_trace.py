@@ -1,3 +1,5 @@
+# Greedy auto against plain on one prompt of FILE, twice: every round's chooser, depth, accepted tokens and
+# time, summed per (drafter | copy, depth). python docs/results/round-costs-2026-12-07/doc_round_trace.py FILE INDEX
 import json, sys, time, collections
 import numpy as np
 import eyas

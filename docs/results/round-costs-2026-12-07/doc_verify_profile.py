@@ -1,3 +1,5 @@
+# Forwards of 1-4 chained nodes interleaved at the third E7 document's context. Run under EYAS_PROFILE=1:
+#   EYAS_PROFILE=1 python docs/results/round-costs-2026-12-07/doc_verify_profile.py
 import json, sys, numpy as np, eyas
 from eyas import _core
 m = eyas.load(drafter="default", threads=2); t = m.transformer

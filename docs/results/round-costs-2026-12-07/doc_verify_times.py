@@ -1,4 +1,4 @@
-# At a document's context: decode vs forward of a 2-node chain (as verify) vs verify()+commit, alternating.
+# At the third E7 document's context: a decode step against 2- and 4-node verify forwards, alternating.
 import json, sys, time, statistics
 import numpy as np
 import eyas

@@ -1,3 +1,5 @@
+# Plain greedy decoding of the first 8 eval_chat prompts: the target's calls timed, and the decode time
+# outside them per step. From the repository root: python docs/results/round-costs-2026-12-07/plain_step_rest.py
 import json, time, collections, eyas
 from eyas import generation
 from eyas.sampling import SamplingParams
