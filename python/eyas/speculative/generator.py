@@ -19,7 +19,7 @@ from eyas.speculative.lookup import PromptLookup, chain_tree
 from eyas.speculative.metrics import SpeculativeMetrics
 from eyas.speculative.policy import TreePolicy
 from eyas.speculative.proposer import Proposer
-from eyas.speculative.rounds import Accepted, accept, commit, drop_unlikely, split_aux, verify
+from eyas.speculative.rounds import Accepted, accept, accepted_rows, commit, drop_unlikely, split_aux, verify
 
 
 # The last greedy generation's depth chooser per proposer: the next one starts from its costs and
@@ -172,10 +172,11 @@ class SpeculativeGenerator:
                         s.observe_lookup(depth, len(acc.path) - 1)
                         last = (copier, depth, len(acc.path) - 1, t0)
                         # The drafter reads these pairs at its next round, as it does a plain step's.
-                        pending_aux.append(verified.features[acc.path])
+                        pending_aux.append(accepted_rows(verified.features, acc.path))
                         pending_tokens.append(acc.tokens)
-                        lookup.extend(acc.tokens)
-                        yield acc.tokens.tolist()
+                        emitted = acc.tokens.tolist()
+                        lookup.extend(emitted)
+                        yield emitted
                         continue
                 if gated:
                     depth = 0  # a plain step that the chooser neither schedules nor times
@@ -190,9 +191,10 @@ class SpeculativeGenerator:
                     last = None if gated else (chooser, 0, 0, t0)
                     pending_aux.append(features)
                     pending_tokens.append(tokens)
+                    emitted = tokens.tolist()
                     if lookup:
-                        lookup.extend(tokens)
-                    yield tokens.tolist()
+                        lookup.extend(emitted)
+                    yield emitted
                     continue
                 if policy.adaptive:
                     policy = chains.get(depth)
@@ -210,7 +212,7 @@ class SpeculativeGenerator:
                 t2 = time.perf_counter()
                 acc: Accepted = accept(verified, tree, sampling, rng, proposer.target_head)
                 # Before commit: a proposer that picks its drafter from acceptance learns of this round at once.
-                tree_depth = int(tree.depths.max())
+                tree_depth = tree.size - 1 if policy.top_k == 1 else int(tree.depths.max())  # a chain: no numpy call
                 proposer.observe(len(acc.path) - 1, tree_depth)
                 commit(target, acc)
                 t3 = time.perf_counter()
@@ -225,10 +227,11 @@ class SpeculativeGenerator:
                     catch_up = len(pairs) > depth + 1 or proposer.caught_up
                     last = (chooser, tree.size - 1, len(acc.path) - 1, t_ingested if catch_up else t0)
                 # The accepted nodes' features pair with the tokens that follow them (reference §3.1).
-                pending_aux, pending_tokens = [verified.features[acc.path]], [acc.tokens]
+                pending_aux, pending_tokens = [accepted_rows(verified.features, acc.path)], [acc.tokens]
+                emitted = acc.tokens.tolist()  # one conversion for the lookup and the caller
                 if lookup:
-                    lookup.extend(acc.tokens)
-                yield acc.tokens.tolist()
+                    lookup.extend(emitted)
+                yield emitted
         except GeneratorExit:
             # The server's gated requests (draft_gate) may end without their drafter having read the
             # pairs of their plain steps; read them now, so the next turn's prompt cache keeps them.

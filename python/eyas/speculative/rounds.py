@@ -96,6 +96,15 @@ def accept(verified: Verified, tree: DraftTree, sampling, rng, head=None) -> Acc
     return Accepted(r["path"], r["tokens"])
 
 
+def accepted_rows(rows: np.ndarray, path: np.ndarray) -> np.ndarray:
+    """rows[path]: the accepted nodes' rows (F32[m, ...]). A chain's path is its first m nodes, so those rows
+    are a view: after a target forward the interpreter runs cache-cold, and a 2-row fancy index took ~45 us
+    there (docs/speculative.md §7)."""
+    m = len(path)
+    # accept checks that every parent precedes its node, so ids rise along a path: only 0..m-1 ends at m - 1
+    return rows[:m] if int(path[-1]) == m - 1 else rows[path]
+
+
 def commit(target, accepted: Accepted) -> None:
     """Keep the accepted rows of the target's KV (the root included); the drafter's tree slots are
     scratch and need no commit: its next ingest rewrites them from target features."""
