@@ -19,3 +19,23 @@ def test_a_branching_path_gives_its_own_rows():
     for path in ([0, 2], [0, 3, 6], [0, 1, 4]):  # node ids rise along a path, but skip siblings
         p = np.array(path, np.int32)
         np.testing.assert_array_equal(accepted_rows(rows, p), rows[p])
+
+
+def test_a_verify_features_view_survives_later_forwards():
+    """The generator holds a chain's accepted rows as a view until the drafter's next ingest, across plain
+    steps and copy rounds: each forward must return its captured features in storage of its own."""
+    from eyas import _core
+    from tests.parity.cases_speculative import tiny_target
+
+    spec, core, _ = tiny_target()
+    t = _core.Transformer(spec, core, max_context=64, aux_layers=[1, 2, 3])
+    t.prefill(np.arange(5, dtype=np.int32))
+    n = 3
+    out = t.forward(np.array([7, 8, 9], np.int32), mask=np.tril(np.ones((n, n), np.uint8)),
+                    depths=np.arange(n, dtype=np.int32), logits="argmax_all", capture_aux=True)
+    kept = accepted_rows(out["aux"], np.arange(2, dtype=np.int32))
+    before = kept.copy()
+    t.commit(np.arange(2, dtype=np.int32))
+    for token in (11, 12, 13):  # plain steps write new features
+        t.decode(token, logits="argmax", capture_aux=True)
+    np.testing.assert_array_equal(kept, before)
