@@ -31,6 +31,7 @@ static inline void kq_prefetch_next(const uint8_t* p) {
 // computation instead of one burst at its start. On Zen 4 the burst starved passes of 2-8 rows, where a
 // block's arithmetic is long: cold 8192x2048, 2 threads, three alternating rounds, Q6_K T = 4 761-894 ->
 // 541-647 us, T = 8 1,008-1,240 -> 711-854, Q5_K T = 4 555-622 -> 455-533; T = 1 even (docs/performance.md §8.4).
+// On a shared 16-core Intel host with AMX the A/B stayed within that host's noise (same section).
 template <int Bytes, int Parts>
 static inline void kq_prefetch_next_part(const uint8_t* p, int part) {
   constexpr int lines = (Bytes + 63) / 64;

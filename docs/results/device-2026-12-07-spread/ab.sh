@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A/B on the device host's Intel CPU of the K-quant row passes' prefetch spread over each block (e2d71f1,
 # measured on Zen 4 only): this commit's build against a variant with kqpack_avx512.h as it was before
-# (d251540). Not run yet: the device was not lent on 2026-12-07. Here, first:
+# (d251540). Run on 2026-12-07 (the third session that day; call1_ab.log, then call2_*.log and call3_kernels.log,
+# summarized by summary.py into summary.txt). Here, first:
 #   scripts/device/pack_scaling_carry.sh && mkdir -p .scaling_carry/variants/nospread/csrc/cpu/quant &&
 #   git show d251540:csrc/cpu/quant/kqpack_avx512.h > .scaling_carry/variants/nospread/csrc/cpu/quant/kqpack_avx512.h
 # then one device call, carry [".scaling_carry"]:
