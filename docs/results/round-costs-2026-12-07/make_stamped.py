@@ -4,7 +4,7 @@ import sys
 src = open(sys.argv[1]).read().split('\n')
 marks = [("last[0].observe(last[1]", "A_top"), ("room = target.capacity", "B_observed"), ("copied, n = lookup.continuation", "C_pre_lookup"),
          ("depth = (chooser.choose()", "D_pre_choose"), ("policy = chains.get(depth)", "E_chosen"), ("pairs = joined(pending_tokens)", "F_pre_join"),
-         ("acc: Accepted = accept(", "G_verified"), ("tree_depth = ", "H_accepted"), ("proposer.observe(len(acc.path)", "H2_depth"), ("commit(target, acc)", "I_proposer_observed"),
+         ("acc: Accepted = accept(", "G_verified"), ("tree_depth = ", "H_accepted"), ("depth_drafted = ", "H_accepted"), ("proposer.observe(len(acc.path)", "H2_depth"), ("commit(target, acc)", "I_proposer_observed"),
          ("t3 = time.perf_counter()", "J_committed"), ("s.observe(tree.size", "K_pre_stats"), ("pending_aux, pending_tokens = [", "L_pre_gather"),
          ("yield ", "N_pre_yield")]
 out = []; used = set()

@@ -19,7 +19,8 @@ from eyas.speculative.lookup import PromptLookup, chain_tree
 from eyas.speculative.metrics import SpeculativeMetrics
 from eyas.speculative.policy import TreePolicy
 from eyas.speculative.proposer import Proposer
-from eyas.speculative.rounds import Accepted, accept, accepted_rows, commit, drop_unlikely, split_aux, verify
+from eyas.speculative.rounds import (Accepted, accept, accepted_rows, commit, drop_unlikely, split_aux, tree_depth,
+                                     verify)
 
 
 # The last greedy generation's depth chooser per proposer: the next one starts from its costs and
@@ -212,15 +213,15 @@ class SpeculativeGenerator:
                 t2 = time.perf_counter()
                 acc: Accepted = accept(verified, tree, sampling, rng, proposer.target_head)
                 # Before commit: a proposer that picks its drafter from acceptance learns of this round at once.
-                tree_depth = tree.size - 1 if policy.top_k == 1 else int(tree.depths.max())  # a chain: no numpy call
-                proposer.observe(len(acc.path) - 1, tree_depth)
+                depth_drafted = tree_depth(tree)
+                proposer.observe(len(acc.path) - 1, depth_drafted)
                 commit(target, acc)
                 t3 = time.perf_counter()
                 s = self.stats
                 s.propose_s += t1 - t0
                 s.verify_s += t2 - t1
                 s.accept_s += t3 - t2
-                s.observe(tree.size, len(acc.path) - 1, tree_depth)
+                s.observe(tree.size, len(acc.path) - 1, depth_drafted)
                 if chooser:
                     # A catch-up ingest (the prompt, or the pairs of the plain steps since the last draft) is
                     # paid once for many rounds, not by this one: its time would make drafting look dearer.

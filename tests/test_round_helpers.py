@@ -1,8 +1,10 @@
-"""accepted_rows: the accepted nodes' feature rows, a view for a chain's prefix (eyas.speculative.rounds)."""
+"""The generator's small helpers in eyas.speculative.rounds: accepted_rows (the accepted nodes' feature rows, a
+view for a chain's prefix) and tree_depth (the deepest drafted level, read off a chain's last node)."""
 
 import numpy as np
 
-from eyas.speculative.rounds import accepted_rows
+from eyas.speculative.lookup import chain_tree
+from eyas.speculative.rounds import DraftTree, accepted_rows, tree_depth
 
 
 def test_a_prefix_path_gives_a_view_of_the_same_rows():
@@ -39,3 +41,14 @@ def test_a_verify_features_view_survives_later_forwards():
     for token in (11, 12, 13):  # plain steps write new features
         t.decode(token, logits="argmax", capture_aux=True)
     np.testing.assert_array_equal(kept, before)
+
+
+def test_tree_depth_of_chains_and_of_trees_whose_last_node_is_not_the_deepest():
+    for n in range(0, 6):
+        assert tree_depth(chain_tree(5, list(range(10, 10 + n)))) == n
+    # two merged chains of 2 (root, a1, a2, b1, b2) and a tree ending on a shallow node
+    for depths, want in (([0, 1, 2, 1, 2], 2), ([0, 1, 2, 1], 2), ([0, 1, 1, 2, 3, 1], 3)):
+        d = np.array(depths, np.int32)
+        tree = DraftTree(np.arange(len(d), dtype=np.int32), np.zeros(len(d), np.int32), d,
+                         np.eye(len(d), dtype=np.uint8))
+        assert tree_depth(tree) == want
