@@ -44,6 +44,16 @@ def joined(parts: list[np.ndarray]) -> np.ndarray:
     return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
 
+def draw(row: np.ndarray, sampling, rng, bound: AcceptanceBound | None) -> int:
+    """Plain decoding's draw from a logits row F32[V] (`SamplingParams.sample`); with a bound, the same draw
+    through `sample_with_top`, its row's top probability observed into the bound."""
+    if bound is None:
+        return sampling.sample(row, rng)
+    token, top = sampling.sample_with_top(row, rng)
+    bound.observe(top)
+    return token
+
+
 def kept_positions(target, proposer: Proposer, cached: int) -> int:
     """Positions of a cached prompt that a speculative generation keeps. The proposer's pair p is (feature
     of position p, token p + 1): it stays valid while token p + 1 is still a cached prompt id; the target
@@ -96,9 +106,7 @@ class SpeculativeGenerator:
         aux, logits = self._prefill(ids[keep:])
         # Sampled adaptive policies bound acceptance by the top probability of the target's rows.
         bound = AcceptanceBound() if self.policy.adaptive and not sampling.greedy else None
-        first, top = sampling.sample_with_top(logits[-1], rng)  # the same draw plain decoding makes
-        if bound:
-            bound.observe(top)
+        first = draw(logits[-1], sampling, rng, bound)  # the same draw plain decoding makes
         yield [first]
         # Pairs the proposer has not ingested yet, as parts joined once at its next round (plain steps
         # add one pair each: appending to one array would copy all of them every step).
@@ -248,13 +256,7 @@ class SpeculativeGenerator:
         greedy = sampling.greedy
         out = self.target.decode(root, logits="argmax" if greedy else "last", capture_aux=True)
         features = split_aux(out["aux"], self.n_features, self.lazy)[0]
-        if greedy:
-            token = out["argmax"]
-        elif bound:
-            token, top = sampling.sample_with_top(out["logits"][-1], rng)
-            bound.observe(top)
-        else:
-            token = sampling.sample(out["logits"][-1], rng)
+        token = out["argmax"] if greedy else draw(out["logits"][-1], sampling, rng, bound)
         return features, np.array([token], np.int32)
 
     def _prefill(self, ids: np.ndarray):
