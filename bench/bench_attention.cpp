@@ -22,6 +22,8 @@
 #include "ops/cpu_controls.h"
 #include "ops/kv.h"
 
+#include "bench_env.h"
+
 using namespace eyas;
 
 namespace {
@@ -101,7 +103,7 @@ int main(int argc, char** argv) {
     int hq, hkv, d;
   };
   for (Layer L : {Layer{"smollm2 9/3 D=64", 9, 3, 64}, Layer{"qwen3 16/8 D=128", 16, 8, 128}}) {
-    const bool cold = std::getenv("EYAS_BENCH_COLD") != nullptr;
+    const bool cold = bench_env_flag("EYAS_BENCH_COLD");
     for (int prefix : {128, 256, 1024, 2048, 4096}) {
       if (!listed("EYAS_BENCH_PREFIX", prefix)) continue;
       const int cap = prefix + 256;

@@ -24,6 +24,8 @@
 #include "cpu/matmul.h"
 #include "ops/cpu_controls.h"
 
+#include "bench_env.h"
+
 using namespace eyas;
 
 namespace {
@@ -142,7 +144,7 @@ int main() {
       if (!listed("EYAS_BENCH_SHAPES", shape)) continue;
       std::vector<uint8_t> w = random_weights(t, n, k, rng);
       const size_t cold_mb = std::getenv("EYAS_BENCH_COLD_MB") ? size_t(std::atol(std::getenv("EYAS_BENCH_COLD_MB"))) : 256;
-      const size_t copies = std::getenv("EYAS_BENCH_COLD") ? std::max<size_t>(2, (cold_mb << 20) / w.size()) : 1;
+      const size_t copies = bench_env_flag("EYAS_BENCH_COLD") ? std::max<size_t>(2, (cold_mb << 20) / w.size()) : 1;
       std::vector<std::vector<uint8_t>> ws(copies, w);
       std::vector<float> x(size_t(max_rows * k)), y(size_t(max_rows * n));
       std::normal_distribution<float> nd(0.0f, 1.0f);
