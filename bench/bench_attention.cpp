@@ -5,7 +5,7 @@
 // MiB (a decode step streams ~100 MB of weights between two uses of a layer's KV), as in a model's
 // decode step or small tree verify (T = 1, 2, 3, 4 over a long prefix); EYAS_BENCH_T=1,8 limits the
 // T column (T = 256, a prefill chunk's size, runs only when listed there); EYAS_BENCH_KV=f16 uses a
-// half-precision cache;
+// half-precision cache; EYAS_BENCH_LAYER=smollm2 (or qwen3) times that layer only;
 // EYAS_BENCH_SIMD=avx2 caps the kernels' SIMD level (to time the AVX2 path on an AVX-512 machine).
 #include <chrono>
 #include <cmath>
@@ -103,6 +103,8 @@ int main(int argc, char** argv) {
     int hq, hkv, d;
   };
   for (Layer L : {Layer{"smollm2 9/3 D=64", 9, 3, 64}, Layer{"qwen3 16/8 D=128", 16, 8, 128}}) {
+    if (const char* only = std::getenv("EYAS_BENCH_LAYER"); only && *only && std::strncmp(L.name, only, std::strlen(only)) != 0)
+      continue;
     const bool cold = bench_env_flag("EYAS_BENCH_COLD");
     for (int prefix : {128, 256, 1024, 2048, 4096}) {
       if (!listed("EYAS_BENCH_PREFIX", prefix)) continue;
