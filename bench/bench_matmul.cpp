@@ -159,7 +159,7 @@ int main() {
           // The repacked weight the op layer keeps per weight (built once, outside the timing).
           std::vector<std::vector<uint8_t>> pack_store(copies);
           std::vector<const uint8_t*> packs(copies, nullptr);
-          if (cpu::matmul_wants_pack(a) && !std::getenv("EYAS_BENCH_NO_PACK")) {
+          if (cpu::matmul_wants_pack(a) && !bench_env_flag("EYAS_BENCH_NO_PACK")) {
             for (size_t c = 0; c < copies; ++c) {
               pack_store[c].resize(cpu::matmul_pack_bytes(a) + 64);
               uint8_t* p = reinterpret_cast<uint8_t*>((uintptr_t(pack_store[c].data()) + 63) & ~uintptr_t(63));
