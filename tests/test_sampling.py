@@ -160,6 +160,29 @@ def test_draws_over_whole_vocabularies_are_the_inverse_cdf_of_target_probs(kw):
             assert draw(x, a, **kw) == int(np.searchsorted(p, b.uniform(), side="right"))
 
 
+@pytest.mark.parametrize("kw", [dict(temperature=0.7), dict(temperature=1.0), dict(temperature=2.0),
+                                dict(temperature=1.0, top_p=0.9)])
+def test_draws_at_the_edges_of_the_cumulative_distribution(kw):
+    """A whole row's draw skips chunks of ids by approximate sums and hands over to the exact running sum
+    where the uniform lies near an edge: at the exact cumulative sums themselves, one ulp and 1e-12 either
+    side of them, and away from them, the token is still the inverse CDF of target_probs' row."""
+    gen = np.random.default_rng(7)
+    for x in rows():
+        p = speculative.target_probs(x, **kw)
+        cum = np.cumsum(p)
+        live = np.flatnonzero(p)
+        us = [0.0, np.nextafter(1.0, 0.0)] + list(gen.random(40))
+        for k in gen.choice(live, size=min(40, live.size), replace=False):
+            c = cum[k]
+            us += [c, np.nextafter(c, 0.0), np.nextafter(c, 1.0), c - 1e-12, c + 1e-12]
+        for u in us:
+            if not 0.0 <= u < 1.0:
+                continue
+            i = int(np.searchsorted(cum, u, side="right"))
+            want = int(live[-1]) if i >= p.size else i  # past the top by rounding: the last live id
+            assert speculative._sample_at(x, float(u), **kw) == want, (kw, x.size, u)
+
+
 @pytest.mark.parametrize("at", [0, 255, 256, 300, 49151])
 def test_a_nan_is_named_wherever_it_is_in_a_long_row(at):
     x = np.zeros(49152, np.float32)

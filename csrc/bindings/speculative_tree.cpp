@@ -98,6 +98,20 @@ EYAS_BINDINGS(speculative_tree) {
       "(token, top probability): sample()'s draw (the same rng use) and the largest probability of the row it "
       "was drawn from (1 when greedy): the most a drafted token could be accepted with there.");
 
+  s.def(
+      "_sample_at",
+      [](bind::Array logits, double u, float temperature, int32_t top_k, float top_p) {
+        const char* op = "_sample_at";
+        Tensor t = bind::typed(op, "logits", logits, DType::F32, 1);
+        SamplingParams p = sampling(op, temperature, top_k, top_p);
+        if (t.dim(0) < 1) fail(op, "logits must not be empty");
+        if (!(u >= 0.0 && u < 1.0)) fail(op, "u must be in [0, 1)");
+        check_logits_row(op, t.data<float>(), t.dim(0));
+        return sample_token_at(t.data<float>(), t.dim(0), p, u);
+      },
+      "logits"_a, "u"_a, nb::kw_only(), "temperature"_a = 0.0f, "top_k"_a = 0, "top_p"_a = 1.0f,
+      "Test hook: sample()'s token for the uniform u its rng would have drawn.");
+
   nb::class_<TreeBuilder>(s, "TreeBuilder",
                           "EAGLE-2 best-first tree expansion driven by per-level draft logits.")
       .def(

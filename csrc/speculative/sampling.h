@@ -41,4 +41,8 @@ void target_probs(const float* logits, int64_t n, const SamplingParams& p, std::
 // policy's bound on acceptance, measured on every plain step. Greedy rows give 1.
 int32_t sample_token(const float* logits, int64_t n, const SamplingParams& p, Rng& rng, double* top_prob = nullptr);
 
+// sample_token's token for the uniform u in [0, 1) that its rng would have given (a test hook: draws at the
+// exact edges of the cumulative distribution, where the fast scan hands over to the exact one).
+int32_t sample_token_at(const float* logits, int64_t n, const SamplingParams& p, double u);
+
 }  // namespace eyas::speculative
