@@ -151,7 +151,7 @@ def test_a_draw_is_the_inverse_cdf_of_target_probs():
                                 dict(temperature=1.0, top_p=0.5), dict(temperature=0.7, top_k=100, top_p=0.95)])
 def test_draws_over_whole_vocabularies_are_the_inverse_cdf_of_target_probs(kw):
     """sample() never builds target_probs' row (it divides each probability as its scan reaches it, and
-    skips 64 ids at a time under the nucleus bound): its draws over the 5K and 49K-token rows of every
+    finds the ids above the nucleus bound 16 at a time): its draws over the 5K and 49K-token rows of every
     selection path, ties and -inf included, are still the inverse CDF of that row."""
     for k, x in enumerate(rows()):
         p = np.cumsum(speculative.target_probs(x, **kw))
