@@ -150,9 +150,9 @@ def test_a_draw_is_the_inverse_cdf_of_target_probs():
 @pytest.mark.parametrize("kw", [dict(temperature=0.7), dict(temperature=1.0), dict(temperature=0.7, top_p=0.9),
                                 dict(temperature=1.0, top_p=0.5), dict(temperature=0.7, top_k=100, top_p=0.95)])
 def test_draws_over_whole_vocabularies_are_the_inverse_cdf_of_target_probs(kw):
-    """sample() never builds target_probs' row (it divides each probability as its scan reaches it, and
-    finds the ids above the nucleus bound 16 at a time): its draws over the 5K and 49K-token rows of every
-    selection path, ties and -inf included, are still the inverse CDF of that row."""
+    """sample() never builds target_probs' row (an unfiltered draw skips chunks of ids by approximate sums,
+    a nucleus is ranked from the ids above its bound, found 16 at a time): its draws over the 5K and
+    49K-token rows of every selection path, ties and -inf included, are still the inverse CDF of that row."""
     for k, x in enumerate(rows()):
         p = np.cumsum(speculative.target_probs(x, **kw))
         a, b = speculative.Rng(k), speculative.Rng(k)
