@@ -292,12 +292,7 @@ int32_t draw_row_fast(const float* e, int64_t n, double sum, double target) {
   double at = 0.0;  // approximate sum of the chunks before c
   for (int64_t c = 0; c < n; c += kChunk) {
     const int64_t end = std::min(n, c + kChunk);
-    double part[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    int64_t i = c;
-    for (; i + 8 <= end; i += 8)
-      for (int l = 0; l < 8; ++l) part[l] += double(e[i + l]);
-    for (; i < end; ++i) part[0] += double(e[i]);
-    const double chunk = (((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]))) * inv;
+    const double chunk = lane_sum(e + c, size_t(end - c)) * inv;
     if (at + chunk + err <= target) {  // every exact sum up to this chunk's end is <= target: no crossing
       at += chunk;
       continue;
