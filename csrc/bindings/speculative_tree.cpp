@@ -41,17 +41,24 @@ static SamplingParams sampling(const char* op, float temperature, int32_t top_k,
   return p;
 }
 
-// sample_token over a checked logits row (F32[V], no NaN, not all -inf), without the GIL.
+// A draw's arguments, checked: logits F32[V] (not empty, no NaN, not all -inf) and the sampling parameters.
+struct DrawArgs {
+  Tensor logits;
+  SamplingParams p;
+};
+static DrawArgs draw_args(const char* op, bind::Array logits, float temperature, int32_t top_k, float top_p) {
+  DrawArgs d{bind::typed(op, "logits", logits, DType::F32, 1), sampling(op, temperature, top_k, top_p)};
+  if (d.logits.dim(0) < 1) fail(op, "logits must not be empty");
+  check_logits_row(op, d.logits.data<float>(), d.logits.dim(0));
+  return d;
+}
+
+// sample_token over a checked logits row, without the GIL.
 static int32_t draw(const char* op, bind::Array logits, float temperature, int32_t top_k, float top_p, Rng& rng,
                     double* top_prob) {
-  Tensor t = bind::typed(op, "logits", logits, DType::F32, 1);
-  SamplingParams p = sampling(op, temperature, top_k, top_p);
-  const float* x = t.data<float>();
-  const int64_t n = t.dim(0);
-  if (n < 1) fail(op, "logits must not be empty");
-  check_logits_row(op, x, n);
+  const DrawArgs d = draw_args(op, logits, temperature, top_k, top_p);
   nb::gil_scoped_release release;
-  return sample_token(x, n, p, rng, top_prob);
+  return sample_token(d.logits.data<float>(), d.logits.dim(0), d.p, rng, top_prob);
 }
 
 EYAS_BINDINGS(speculative_tree) {
@@ -101,13 +108,9 @@ EYAS_BINDINGS(speculative_tree) {
   s.def(
       "_sample_at",
       [](bind::Array logits, double u, float temperature, int32_t top_k, float top_p) {
-        const char* op = "_sample_at";
-        Tensor t = bind::typed(op, "logits", logits, DType::F32, 1);
-        SamplingParams p = sampling(op, temperature, top_k, top_p);
-        if (t.dim(0) < 1) fail(op, "logits must not be empty");
-        if (!(u >= 0.0 && u < 1.0)) fail(op, "u must be in [0, 1)");
-        check_logits_row(op, t.data<float>(), t.dim(0));
-        return sample_token_at(t.data<float>(), t.dim(0), p, u);
+        const DrawArgs d = draw_args("_sample_at", logits, temperature, top_k, top_p);
+        if (!(u >= 0.0 && u < 1.0)) fail("_sample_at", "u must be in [0, 1)");
+        return sample_token_at(d.logits.data<float>(), d.logits.dim(0), d.p, u);
       },
       "logits"_a, "u"_a, nb::kw_only(), "temperature"_a = 0.0f, "top_k"_a = 0, "top_p"_a = 1.0f,
       "Test hook: sample()'s token for the uniform u its rng would have drawn.");
