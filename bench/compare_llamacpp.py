@@ -219,11 +219,13 @@ def compare_model(path: str, args, buf) -> tuple[list[str], str]:
     for r in range(args.rounds):
         # The side that runs second in a round runs right after the other's process, so the order
         # alternates by round: neither engine always meets the machine as the other left it.
-        llama_first = r % 2 == 0
         bw0 = read_bandwidth(buf, device)
-        ey = None if llama_first else eyas_tg(m, args.tokens, args.repeats)
-        ll_tg = llama_rate(args.llama_bench, path, args.threads, args.repeats, gen=args.tokens)
-        ey = eyas_tg(m, args.tokens, args.repeats) if llama_first else ey
+        if r % 2 == 0:
+            ll_tg = llama_rate(args.llama_bench, path, args.threads, args.repeats, gen=args.tokens)
+            ey = eyas_tg(m, args.tokens, args.repeats)
+        else:
+            ey = eyas_tg(m, args.tokens, args.repeats)
+            ll_tg = llama_rate(args.llama_bench, path, args.threads, args.repeats, gen=args.tokens)
         bw = (bw0 + read_bandwidth(buf, device)) / 2
         roof = bw * 1e9 / per_step
         print(f"{r + 1} | {name} | tg{args.tokens} | {ll_tg:.1f} | {ey:.1f} | {ey / ll_tg:.2f}x | {bw:.1f} | {roof:.1f} "
