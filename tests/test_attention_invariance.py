@@ -173,6 +173,32 @@ def test_shared_exp_ops_scalar_equals_simd_and_rows_are_independent(name):
         assert np.array_equal(fn(x[4:5]), simd[4:5])
 
 
+def test_exp_at_the_ends_of_its_range_scalar_equals_simd():
+    # The SIMD exp() skips its clamps when all 16 lanes lie in [ln 2^-126, 88]: 16-lane blocks wholly at
+    # the range's ends (that path) and with one lane just past them (the clamped path) must keep the
+    # scalar bits. sigmoid_mul(x, g) takes exp(-g).
+    hi, lo = np.float32(88.0), np.float32(-87.33654475)
+    ends = np.array([hi, np.nextafter(hi, np.float32(0)), lo, np.nextafter(lo, np.float32(0)), np.float32(0),
+                     np.float32(-1e-30), np.float32(3.5), np.float32(-60.25)], np.float32)
+    past = np.array([np.nextafter(hi, np.float32(np.inf)), np.nextafter(lo, np.float32(-np.inf)), np.float32(np.inf),
+                     np.float32(-np.inf), np.float32(np.nan), np.float32(1e30)], np.float32)
+    rng = np.random.default_rng(5)
+    blocks = [rng.choice(ends, 16) for _ in range(40)]
+    for bad in past:  # one lane out of range in an otherwise in-range block
+        b = rng.choice(ends, 16)
+        b[rng.integers(16)] = bad
+        blocks.append(b)
+    e = np.concatenate(blocks).astype(np.float32)[None, :]  # exp's argument, [1, 16 * blocks]
+    x = rng.standard_normal(e.shape).astype(np.float32)
+    simd = _core.ops.sigmoid_mul(x, -e)
+    try:
+        _core.ops._force_scalar(True)
+        scalar = _core.ops.sigmoid_mul(x, -e)
+    finally:
+        _core.ops._force_scalar(False)
+    assert np.array_equal(simd.view(np.uint32), scalar.view(np.uint32))
+
+
 @pytest.mark.parametrize("heads", [(9, 3), (8, 2), (3, 3), (16, 2)], ids=lambda h: f"{h[0]}/{h[1]}")
 @pytest.mark.parametrize("d", [64, 80, 128])
 @pytest.mark.parametrize("half", [False, True], ids=["f32", "f16"])

@@ -62,16 +62,11 @@ inline float exp_scalar(float x) {
 }
 
 #if EYAS_X86
-__attribute__((target("avx512f"))) inline __m512 exp_avx512(__m512 x) {
+// exp_scalar's operations for x in [kLo, kHi] (no lane clamped or replaced).
+__attribute__((target("avx512f"), always_inline)) inline __m512 exp_avx512_in_range(__m512 x) {
   using namespace expc;
-  const __mmask16 nan = _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
-  const __mmask16 big = _mm512_cmp_ps_mask(x, _mm512_set1_ps(kHi), _CMP_GT_OQ);
-  const __mmask16 small = _mm512_cmp_ps_mask(x, _mm512_set1_ps(kLo), _CMP_LT_OQ);
-  // Out-of-range lanes are clamped only to keep the exponent arithmetic sane; they are replaced below.
-  const __m512 xc = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(kLo)), _mm512_set1_ps(kHi));
-  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(xc, _mm512_set1_ps(kLog2e)),
-                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(kLn2Hi), xc);
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(kLog2e)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(kLn2Hi), x);
   r = _mm512_fnmadd_ps(n, _mm512_set1_ps(kLn2Lo), r);
   __m512 p = _mm512_set1_ps(kP0);
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kP1));
@@ -83,7 +78,21 @@ __attribute__((target("avx512f"))) inline __m512 exp_avx512(__m512 x) {
   __m512 e = _mm512_fmadd_ps(p, r2, r);
   e = _mm512_add_ps(e, _mm512_set1_ps(1.0f));
   const __m512i bits = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
-  __m512 y = _mm512_mul_ps(e, _mm512_castsi512_ps(bits));
+  return _mm512_mul_ps(e, _mm512_castsi512_ps(bits));
+}
+
+__attribute__((target("avx512f"))) inline __m512 exp_avx512(__m512 x) {
+  using namespace expc;
+  // Every lane in range (NaN fails both ordered tests): the clamps and replacements below change nothing.
+  const __mmask16 in_range =
+      _mm512_cmp_ps_mask(x, _mm512_set1_ps(kLo), _CMP_GE_OQ) & _mm512_cmp_ps_mask(x, _mm512_set1_ps(kHi), _CMP_LE_OQ);
+  if (in_range == 0xFFFF) return exp_avx512_in_range(x);
+  const __mmask16 nan = _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
+  const __mmask16 big = _mm512_cmp_ps_mask(x, _mm512_set1_ps(kHi), _CMP_GT_OQ);
+  const __mmask16 small = _mm512_cmp_ps_mask(x, _mm512_set1_ps(kLo), _CMP_LT_OQ);
+  // Out-of-range lanes are clamped only to keep the exponent arithmetic sane; they are replaced below.
+  const __m512 xc = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(kLo)), _mm512_set1_ps(kHi));
+  __m512 y = exp_avx512_in_range(xc);
   y = _mm512_mask_blend_ps(big, y, _mm512_set1_ps(std::numeric_limits<float>::infinity()));
   y = _mm512_mask_blend_ps(small, y, _mm512_setzero_ps());
   return _mm512_mask_blend_ps(nan, y, x);
