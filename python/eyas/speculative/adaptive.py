@@ -16,34 +16,39 @@ generation, were no faster (docs/speculative.md §3).
 from __future__ import annotations
 
 
-# The fixed cost model's context terms (docs/speculative.md §3), refitted after the attention kernels
-# shared K/V rows across a tree's nodes (2026-12-04, 2-vCPU Intel VM, default model): attention over the
-# context costs ATTENTION_WEIGHT x its share of a step's bytes in time (at 2K tokens 2.6 of a 5.9 ms step),
-# and a tree node pays NODE_ATTENTION of a step's attention (measured greedy rounds at 2.7K tokens:
-# chains of 1, 2, 3 cost 1.46-1.52, 1.81-1.96 and 2.42 steps).
+# The fixed cost model (docs/speculative.md §3), in sampled plain steps: a sampled step also runs the sampler
+# over the vocabulary, so rounds cost fewer of them than greedy rounds cost greedy steps. Attention over the
+# context costs ATTENTION_WEIGHT x its share of a step's bytes in time, and each token of a round pays a share
+# of a step at short context (its node of the verify; for a drafted token also its drafter row) plus a share of
+# the step's attention (its node attends to the whole context). Refitted 2026-12-07 on the Zen 4 VM from
+# sampled rounds (temperature 0.7, top-p 0.9) interleaved with plain sampled decoding in one process, then
+# chosen by the policy's speed on the five E7 workloads: fixed chains of 1, 2, 3 and 5 drafted tokens cost
+# 1.11-1.20, 1.23-1.38, 1.34-1.60 and 1.53 steps on chat, 1.48, 1.70, 1.97 and 2.58 on 2.3K-3.3K-token
+# documents; priced at those documents' costs the chooser stayed on plain steps where a first draft lands
+# half the time, so drafted tokens are priced a little below them there (1.23 / 1.46 / 1.69 / 2.15).
 ATTENTION_WEIGHT = 1.9
-NODE_ATTENTION = 0.55
-DRAFTED_NODE = 0.35  # a drafter's node at short context: its share of the drafter's forward and of the verify
-# A copied draft (eyas.speculative.lookup) runs no drafter: a round costs its verify alone, ~0.2 of a
-# step per node at short context (Intel VM, 256 tokens: verifies of 2, 5 and 9 nodes cost 1.23, 1.73 and
-# 2.51 steps).
-VERIFY_NODE = 0.2
+DRAFTED_NODE = 0.18
+NODE_ATTENTION = 0.27
+# A copied draft (eyas.speculative.lookup) runs no drafter: its tokens cost their verify nodes alone (copies of
+# 1 token over a 2.7K-token document took 1.11-1.28 steps, of 4 tokens 1.59-1.98).
+VERIFY_NODE = 0.08
+COPY_NODE_ATTENTION = 0.36
 
 
-def fixed_cost(d: int, context_share: float = 0.0, node: float = DRAFTED_NODE) -> float:
-    """A round drafting d tokens in plain decode steps at the same context: at short context as
-    measured on the 2-core reference CPU (propose + verify + accept of chains of 1-4 cost 1.33-1.41,
-    1.64, 1.92-1.99 and 2.42-2.44 steps), and dearer as the context grows, since every node of the
-    verify attends to all of it. context_share: the attention state's bytes over the weights' bytes
-    (`target.state_bytes / target.weight_bytes`), a function of the committed length alone, so the
-    model stays deterministic. node: a drafted node's cost in steps at short context."""
+def fixed_cost(d: int, context_share: float = 0.0, node: float = DRAFTED_NODE,
+               attention: float = NODE_ATTENTION) -> float:
+    """A round drafting d tokens in plain decode steps at the same context: cheap at short context, and
+    dearer as the context grows, since every node of the verify attends to all of it. context_share: the
+    attention state's bytes over the weights' bytes (`target.state_bytes / target.weight_bytes`), a
+    function of the committed length alone, so the model stays deterministic. node: a token's cost in
+    steps at short context; attention: the share of a step's attention time that a token adds."""
     a = ATTENTION_WEIGHT * max(0.0, context_share)
-    return 1.0 + d * (node + NODE_ATTENTION * a) / (1.0 + a)
+    return 1.0 + d * (node + attention * a) / (1.0 + a)
 
 
 def lookup_fixed_cost(d: int, context_share: float = 0.0) -> float:
     """`fixed_cost` for a round that verifies d copied tokens: the same context term, no drafter."""
-    return fixed_cost(d, context_share, VERIFY_NODE)
+    return fixed_cost(d, context_share, VERIFY_NODE, COPY_NODE_ATTENTION)
 
 
 class AcceptanceBound:
