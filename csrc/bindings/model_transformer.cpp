@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "bindings/arrays.h"
+#include "bindings/model_advance.h"
 #include "bindings/convert.h"
 #include "bindings/model_spec.h"
 #include "bindings/registry.h"
@@ -233,6 +234,13 @@ EYAS_BINDINGS(model_transformer) {
           },
           "token"_a, nb::kw_only(), "logits"_a = "last", "capture_aux"_a = false,
           "forward([token]) + commit([0]) in one call, as prefill.")
+      .def("advance", &bind::advance, "tokens"_a, "parents"_a, nb::kw_only(), "temperature"_a = 0.0f, "top_k"_a = 0,
+           "top_p"_a = 1.0f, "rng"_a = nb::none(), "capture_aux"_a = false, "top"_a = false,
+           "A speculative round in one call: forward the draft tree tokens / parents (int32[N], parents[0] = -1,\n"
+           "every other parent an earlier node), accept it as speculative.accept does from these rows (greedy,\n"
+           "or the sampled draws on rng), commit the accepted path. One node is a plain step (decode). Returns\n"
+           "{'path', 'tokens'}, with capture_aux the path's rows of the captured features ('aux'), and with top\n"
+           "(one node only) the row's largest probability after the filters ('top', 1 when greedy).")
       .def("truncate", &Transformer::truncate, "length"_a,
            "Drop committed tokens beyond `length` (with recurrent layers: a length `truncatable` gives).")
       .def("truncatable", &Transformer::truncatable, "length"_a,

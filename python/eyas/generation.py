@@ -39,7 +39,8 @@ def plain_steps(model, prompt_ids: list[int], sampling: SamplingParams, *,
     (the leading prompt ids it already holds), and only the rest is prefilled.
     Greedy sampling asks forward for logits="argmax": the token comes back without the logits
     (the same first-maximum rule as the speculative accept), which saves a copy and a scan.
-    Otherwise the C++ sampler draws from the last row with one rng for the whole generation.
+    Otherwise the C++ sampler draws from the last row with one rng for the whole generation (on a
+    `_core.Transformer` inside the step's own call, `Transformer.advance`).
     """
     if cached:
         model.truncate(cached)
@@ -54,10 +55,20 @@ def plain_steps(model, prompt_ids: list[int], sampling: SamplingParams, *,
         chunk = ids[start : start + prefill_chunk]
         last = start + prefill_chunk >= len(ids)
         out = model.prefill(chunk, logits=mode if last else "none")
+    token = out["argmax"] if greedy else sampling.sample(out["logits"][-1], rng)
+    from eyas import _core
+
+    if not greedy and type(model) is _core.Transformer:
+        # The draw in the engine (Transformer.advance on one node: decode, then the same sampler on the same
+        # rng), so no logits row is copied out and no Python runs between the step and its draw.
+        filters, root = sampling.filters(), np.array([-1], np.int32)
+        while True:
+            yield [token]
+            token = int(model.advance(np.array([token], np.int32), root, rng=rng, **filters)["tokens"][0])
     while True:
-        token = out["argmax"] if greedy else sampling.sample(out["logits"][-1], rng)
         yield [token]
         out = model.decode(token, logits=mode)
+        token = out["argmax"] if greedy else sampling.sample(out["logits"][-1], rng)
 
 
 class TokenStream:

@@ -19,8 +19,7 @@ from eyas.speculative.lookup import PromptLookup, chain_tree
 from eyas.speculative.metrics import SpeculativeMetrics
 from eyas.speculative.policy import TreePolicy
 from eyas.speculative.proposer import Proposer
-from eyas.speculative.rounds import (Accepted, accept, accepted_rows, commit, drop_unlikely, split_aux, tree_depth,
-                                     verify)
+from eyas.speculative.rounds import advance, drop_unlikely, split_aux, tree_depth
 
 
 # The last greedy generation's depth chooser per proposer: the next one starts from its costs and
@@ -37,6 +36,9 @@ def choose_policy(policy, proposer: Proposer) -> TreePolicy:
     if policy is not None and not isinstance(policy, TreePolicy):
         raise ValueError(f"[speculative] tree must be a TreePolicy, its string form or None, got {policy!r}")
     return policy or proposer.policy or TreePolicy.auto()
+
+
+_ROOT = np.array([-1], np.int32)  # a one-node tree's parents: a plain step through Transformer.advance
 
 
 def joined(parts: list[np.ndarray]) -> np.ndarray:
@@ -83,6 +85,11 @@ class SpeculativeGenerator:
         self.prefill_chunk = prefill_chunk
         # Asked before each round (generation.stream); False makes it a plain step, greedy or sampled.
         self.draft_gate = draft_gate
+        # A `_core.Transformer` runs a round's verify, accept and commit, and a plain step's draw, in one call
+        # (`rounds.advance`); other targets (the server's batched ones, test models) take them one by one.
+        from eyas import _core
+
+        self.fused = type(target) is _core.Transformer
         self.stats = SpeculativeMetrics()
 
     def metrics(self) -> dict:
@@ -170,18 +177,15 @@ class SpeculativeGenerator:
                     if depth > 0:
                         t0 = time.perf_counter()
                         tree = chain_tree(int(pending_tokens[-1][-1]), copied[:depth])
-                        verified = verify(target, tree, self.n_features, self.lazy, sampling.greedy)
-                        t1 = time.perf_counter()
-                        acc = accept(verified, tree, sampling, rng, proposer.target_head)
-                        commit(target, acc)
+                        acc, features = advance(target, tree, self.n_features, self.lazy, sampling, rng,
+                                                proposer.target_head)
                         s = self.stats
-                        s.verify_s += t1 - t0
-                        s.accept_s += time.perf_counter() - t1
+                        s.verify_s += time.perf_counter() - t0
                         s.observe(tree.size, len(acc.path) - 1)
                         s.observe_lookup(depth, len(acc.path) - 1)
                         last = (copier, depth, len(acc.path) - 1, t0)
                         # The drafter reads these pairs at its next round, as it does a plain step's.
-                        pending_aux.append(accepted_rows(verified.features, acc.path))
+                        pending_aux.append(features)
                         pending_tokens.append(acc.tokens)
                         emitted = acc.tokens.tolist()
                         lookup.extend(emitted)
@@ -217,18 +221,13 @@ class SpeculativeGenerator:
                 t_ingested = time.perf_counter()
                 tree = drop_unlikely(proposer.propose(policy), policy.min_log_prob)
                 t1 = time.perf_counter()
-                verified = verify(target, tree, self.n_features, self.lazy, sampling.greedy)
+                acc, features = advance(target, tree, self.n_features, self.lazy, sampling, rng, proposer.target_head)
                 t2 = time.perf_counter()
-                acc: Accepted = accept(verified, tree, sampling, rng, proposer.target_head)
-                # Before commit: a proposer that picks its drafter from acceptance learns of this round at once.
                 depth_drafted = tree_depth(tree)
-                proposer.observe(len(acc.path) - 1, depth_drafted)
-                commit(target, acc)
-                t3 = time.perf_counter()
+                proposer.observe(len(acc.path) - 1, depth_drafted)  # a proposer that picks its drafter from acceptance
                 s = self.stats
                 s.propose_s += t1 - t0
                 s.verify_s += t2 - t1
-                s.accept_s += t3 - t2
                 s.observe(tree.size, len(acc.path) - 1, depth_drafted)
                 if chooser:
                     # A catch-up ingest (the prompt, or the pairs of the plain steps since the last draft) is
@@ -236,7 +235,7 @@ class SpeculativeGenerator:
                     catch_up = len(pairs) > depth + 1 or proposer.caught_up
                     last = (chooser, tree.size - 1, len(acc.path) - 1, t_ingested if catch_up else t0)
                 # The accepted nodes' features pair with the tokens that follow them (reference §3.1).
-                pending_aux, pending_tokens = [accepted_rows(verified.features, acc.path)], [acc.tokens]
+                pending_aux, pending_tokens = [features], [acc.tokens]
                 emitted = acc.tokens.tolist()  # one conversion for the lookup and the caller
                 if lookup:
                     lookup.extend(emitted)
@@ -253,6 +252,12 @@ class SpeculativeGenerator:
         so the same bits; sampled: the last row through the C++ sampler on the rounds' rng, the
         distribution a one-node tree's accept would draw from, its top probability into `bound`) that
         also captures the root's drafter features: (features F32[1, F*H], next token int32[1])."""
+        if self.fused:  # the same step, sampled in the engine (no logits row copied out to Python)
+            out = self.target.advance(np.array([root], np.int32), _ROOT, rng=rng, capture_aux=True, top=bound is not None,
+                                      **sampling.filters())
+            if bound is not None:
+                bound.observe(out["top"])
+            return split_aux(out["aux"], self.n_features, self.lazy)[0], out["tokens"]
         greedy = sampling.greedy
         out = self.target.decode(root, logits="argmax" if greedy else "last", capture_aux=True)
         features = split_aux(out["aux"], self.n_features, self.lazy)[0]

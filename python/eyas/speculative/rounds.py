@@ -96,6 +96,22 @@ def accept(verified: Verified, tree: DraftTree, sampling, rng, head=None) -> Acc
     return Accepted(r["path"], r["tokens"])
 
 
+def advance(target, tree: DraftTree, n_features: int, lazy: bool, sampling, rng, head=None) -> tuple[Accepted, np.ndarray]:
+    """verify, accept and commit: (the accepted path and tokens, their nodes' drafter features F32[m, F*H]).
+    A `_core.Transformer` does all three in one call (`Transformer.advance`: after a target forward the
+    interpreter runs cache-cold, and each Python step between them cost tens of us); other targets (the
+    server's batched ones, test models) and lazy logits take the three steps here."""
+    from eyas import _core
+
+    if type(target) is _core.Transformer and not lazy:
+        r = target.advance(tree.tokens, tree.parents, rng=rng, capture_aux=True, **sampling.filters())
+        return Accepted(r["path"], r["tokens"]), r["aux"]
+    verified = verify(target, tree, n_features, lazy, sampling.greedy)
+    acc = accept(verified, tree, sampling, rng, head)
+    commit(target, acc)
+    return acc, accepted_rows(verified.features, acc.path)
+
+
 def tree_depth(tree: DraftTree) -> int:
     """The deepest drafted level. A chain's last node is its deepest (depth size - 1), read without a numpy
     reduction (~25 us cache-cold after a target forward); any other tree (several branches, as merged
