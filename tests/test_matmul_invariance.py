@@ -68,6 +68,23 @@ def test_columns_independent_of_the_other_weight_rows(wtype, threads):
 
 
 @pytest.mark.parametrize("wtype", qr.ALL_TYPES)
+def test_few_row_passes_over_many_column_groups(wtype, threads):
+    # 1-4 rows walk several column groups at once (4 streams a thread up to 3 rows, 2 at 4 rows on the
+    # AVX-512 pack), with the groups left over after the streams one at a time: 11 groups and a tail.
+    rng = np.random.default_rng(2)
+    k, n = qr.edge_k(wtype), 16 * 11 + 5
+    w = qr.random_weights(rng, wtype, n, k)
+    x = rng.standard_normal((5, k), dtype=np.float32)
+    for nt in (1, 2):
+        _core.set_num_threads(nt)
+        rows = [_core.ops.matmul(x[r:r + 1], w, wtype, (n, k)) for r in range(5)]
+        for t in (2, 3, 4, 5):
+            for _ in range(2):  # the second call of a Q8_0 weight runs its repack
+                y = _core.ops.matmul(x[:t], w, wtype, (n, k))
+                assert np.array_equal(y, np.concatenate(rows[:t])), f"{wtype}: T={t}, threads={nt}"
+
+
+@pytest.mark.parametrize("wtype", qr.ALL_TYPES)
 def test_every_isa_gives_identical_bits(wtype, isa, threads):
     x, w, n, k = _problem(wtype, seed=1)
     _core.set_num_threads(2)

@@ -101,8 +101,8 @@ static void q4v_rows(const Job& j, const Q4Rows& xr, const int64_t (&n)[S], int6
 // Few activation rows make the weights a pure stream, and one sequential stream per core leaves
 // DRAM bandwidth unused (bench_bandwidth, 2 threads: 18-20 GB/s with one stream each, 25-27 with
 // four), so up to kQ4StreamRows rows walk kQ4Streams evenly spaced group ranges of this thread's
-// columns.
-constexpr int kQ4Streams = 4, kQ4StreamRows = 4;
+// columns (4 rows walk kQ4WideStreams: q4v_cols).
+constexpr int kQ4Streams = 4, kQ4StreamRows = 3;
 
 // Calls f(ns) for the 16-column groups of [n0, n1): S groups at a time from S evenly spaced ranges
 // (ns: int64_t[S], one weight stream each), then the groups left over one at a time (ns: int64_t[1]).
@@ -163,7 +163,13 @@ static void q4v_cols(const Job& j, const Q4Rows& xr, int64_t n0, int64_t n1, int
   if (rest == 1) return q4v_groups<K, 1>(j, xr, n0, n1, r0);
   if (rest == 2) return q4v_groups<K, 2>(j, xr, n0, n1, r0);
   if (rest == 3) return q4v_groups<K, 3>(j, xr, n0, n1, r0);
-  if (rest == 4) return q4v_groups<K, 4>(j, xr, n0, n1, r0);
+  // 4 rows over 4 groups spill their 16 accumulators; over 2 they stay in registers. Default model (Q4_1,
+  // Q8_0 head), a 4-node forward after ~170 tokens over a one-node one, six alternating process pairs:
+  // 1.10-1.22x (median 5.17 ms) against 1.10-1.42x (5.37 ms) over 4 groups; cold 49152x576 Q4_1 T = 4
+  // 506-606 against 657-766 us. 3 rows over 2 groups measured level with 4, so they keep 4 streams.
+  if (rest == 4)
+    return walk_group_streams<kQ4WideStreams>(
+        n0, n1, [&](const auto& ns) { q4v_rows<K, 4, int(sizeof(ns) / sizeof(ns[0]))>(j, xr, ns, r0); });
   // More rows: the first pass streams 2 column groups from memory at once for up to kQ4WideRows rows,
   // and the others find each group in cache (K / 32 blocks: 10 KB at K = 576) one group at a time, 8
   // rows a pass sharing each block's unpack. Up to 8 rows x 2 groups keep their accumulators in
