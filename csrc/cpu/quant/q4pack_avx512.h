@@ -163,10 +163,10 @@ static void q4v_cols(const Job& j, const Q4Rows& xr, int64_t n0, int64_t n1, int
   if (rest == 1) return q4v_groups<K, 1>(j, xr, n0, n1, r0);
   if (rest == 2) return q4v_groups<K, 2>(j, xr, n0, n1, r0);
   if (rest == 3) return q4v_groups<K, 3>(j, xr, n0, n1, r0);
-  // 4 rows over 4 groups spill their 16 accumulators; over 2 they stay in registers. Default model (Q4_1,
-  // Q8_0 head), a 4-node forward after ~170 tokens over a one-node one, six alternating process pairs:
-  // 1.10-1.22x (median 5.17 ms) against 1.10-1.42x (5.37 ms) over 4 groups; cold 49152x576 Q4_1 T = 4
-  // 506-606 against 657-766 us. 3 rows over 2 groups measured level with 4, so they keep 4 streams.
+  // 4 rows over 4 groups spill their 16 accumulators; over 2 they stay in registers. Cold 49152x576 Q4_1
+  // T = 4, three rounds: 506-606 against 657-766 us; in the default model (Q4_1, Q8_0 head) a 4-node
+  // forward, the two alternating in one process: 4.34 / 5.27 / 10.27-10.46 ms against 4.36 / 5.28 /
+  // 10.26-10.53 (level). 3 rows over 2 groups measured level with 4, so they keep 4 streams.
   if (rest == 4)
     return walk_group_streams<kQ4WideStreams>(
         n0, n1, [&](const auto& ns) { q4v_rows<K, 4, int(sizeof(ns) / sizeof(ns[0]))>(j, xr, ns, r0); });
