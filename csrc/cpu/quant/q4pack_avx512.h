@@ -120,10 +120,11 @@ static void walk_group_streams(int64_t n0, int64_t n1, F&& f) {
   }
 }
 
-template <WKind K, int RT>
+// RT rows over S streams of column groups (q4v_cols picks S: 4 rows take fewer).
+template <WKind K, int RT, int S = kQ4Streams>
 static void q4v_groups(const Job& j, const Q4Rows& xr, int64_t n0, int64_t n1, int64_t r) {
-  static_assert(RT <= kQ4StreamRows, "more rows take q4v_cols's passes");
-  walk_group_streams<kQ4Streams>(n0, n1, [&](const auto& ns) {
+  static_assert(RT <= kQ4StreamRows + 1, "more rows take q4v_cols's passes");
+  walk_group_streams<S>(n0, n1, [&](const auto& ns) {
     q4v_rows<K, RT, int(sizeof(ns) / sizeof(ns[0]))>(j, xr, ns, r);
   });
 }
@@ -167,9 +168,7 @@ static void q4v_cols(const Job& j, const Q4Rows& xr, int64_t n0, int64_t n1, int
   // T = 4, three rounds: 506-606 against 657-766 us; in the default model (Q4_1, Q8_0 head) a 4-node
   // forward, the two alternating in one process: 4.34 / 5.27 / 10.27-10.46 ms against 4.36 / 5.28 /
   // 10.26-10.53 (level). 3 rows over 2 groups measured level with 4, so they keep 4 streams.
-  if (rest == 4)
-    return walk_group_streams<kQ4WideStreams>(
-        n0, n1, [&](const auto& ns) { q4v_rows<K, 4, int(sizeof(ns) / sizeof(ns[0]))>(j, xr, ns, r0); });
+  if (rest == 4) return q4v_groups<K, 4, kQ4WideStreams>(j, xr, n0, n1, r0);
   // More rows: the first pass streams 2 column groups from memory at once for up to kQ4WideRows rows,
   // and the others find each group in cache (K / 32 blocks: 10 KB at K = 576) one group at a time, 8
   // rows a pass sharing each block's unpack. Up to 8 rows x 2 groups keep their accumulators in
