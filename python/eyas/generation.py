@@ -56,15 +56,15 @@ def plain_steps(model, prompt_ids: list[int], sampling: SamplingParams, *,
         last = start + prefill_chunk >= len(ids)
         out = model.prefill(chunk, logits=mode if last else "none")
     token = out["argmax"] if greedy else sampling.sample(out["logits"][-1], rng)
-    from eyas import _core
+    from eyas.speculative.rounds import ROOT_PARENTS, advances_in_one_call
 
-    if not greedy and type(model) is _core.Transformer:
+    if not greedy and advances_in_one_call(model):
         # The draw in the engine (Transformer.advance on one node: decode, then the same sampler on the same
         # rng), so no logits row is copied out and no Python runs between the step and its draw.
-        filters, root = sampling.filters(), np.array([-1], np.int32)
+        filters = sampling.filters()
         while True:
             yield [token]
-            token = int(model.advance(np.array([token], np.int32), root, rng=rng, **filters)["tokens"][0])
+            token = int(model.advance(np.array([token], np.int32), ROOT_PARENTS, rng=rng, **filters)["tokens"][0])
     while True:
         yield [token]
         out = model.decode(token, logits=mode)

@@ -19,7 +19,7 @@ from eyas.speculative.lookup import PromptLookup, chain_tree
 from eyas.speculative.metrics import SpeculativeMetrics
 from eyas.speculative.policy import TreePolicy
 from eyas.speculative.proposer import Proposer
-from eyas.speculative.rounds import advance, drop_unlikely, split_aux, tree_depth
+from eyas.speculative.rounds import ROOT_PARENTS, advance, advances_in_one_call, drop_unlikely, split_aux, tree_depth
 
 
 # The last greedy generation's depth chooser per proposer: the next one starts from its costs and
@@ -36,9 +36,6 @@ def choose_policy(policy, proposer: Proposer) -> TreePolicy:
     if policy is not None and not isinstance(policy, TreePolicy):
         raise ValueError(f"[speculative] tree must be a TreePolicy, its string form or None, got {policy!r}")
     return policy or proposer.policy or TreePolicy.auto()
-
-
-_ROOT = np.array([-1], np.int32)  # a one-node tree's parents: a plain step through Transformer.advance
 
 
 def joined(parts: list[np.ndarray]) -> np.ndarray:
@@ -85,11 +82,8 @@ class SpeculativeGenerator:
         self.prefill_chunk = prefill_chunk
         # Asked before each round (generation.stream); False makes it a plain step, greedy or sampled.
         self.draft_gate = draft_gate
-        # A `_core.Transformer` runs a round's verify, accept and commit, and a plain step's draw, in one call
-        # (`rounds.advance`); other targets (the server's batched ones, test models) take them one by one.
-        from eyas import _core
-
-        self.fused = type(target) is _core.Transformer
+        # A round's verify, accept and commit, and a plain step's draw, in one call (`rounds.advance`)
+        self.fused = advances_in_one_call(target)
         self.stats = SpeculativeMetrics()
 
     def metrics(self) -> dict:
@@ -178,7 +172,7 @@ class SpeculativeGenerator:
                         t0 = time.perf_counter()
                         tree = chain_tree(int(pending_tokens[-1][-1]), copied[:depth])
                         acc, features = advance(target, tree, self.n_features, self.lazy, sampling, rng,
-                                                proposer.target_head)
+                                                proposer.target_head, one_call=self.fused)
                         s = self.stats
                         s.verify_s += time.perf_counter() - t0
                         s.observe(tree.size, len(acc.path) - 1)
@@ -221,7 +215,8 @@ class SpeculativeGenerator:
                 t_ingested = time.perf_counter()
                 tree = drop_unlikely(proposer.propose(policy), policy.min_log_prob)
                 t1 = time.perf_counter()
-                acc, features = advance(target, tree, self.n_features, self.lazy, sampling, rng, proposer.target_head)
+                acc, features = advance(target, tree, self.n_features, self.lazy, sampling, rng, proposer.target_head,
+                                        one_call=self.fused)
                 t2 = time.perf_counter()
                 depth_drafted = tree_depth(tree)
                 proposer.observe(len(acc.path) - 1, depth_drafted)  # a proposer that picks its drafter from acceptance
@@ -253,8 +248,8 @@ class SpeculativeGenerator:
         distribution a one-node tree's accept would draw from, its top probability into `bound`) that
         also captures the root's drafter features: (features F32[1, F*H], next token int32[1])."""
         if self.fused:  # the same step, sampled in the engine (no logits row copied out to Python)
-            out = self.target.advance(np.array([root], np.int32), _ROOT, rng=rng, capture_aux=True, top=bound is not None,
-                                      **sampling.filters())
+            out = self.target.advance(np.array([root], np.int32), ROOT_PARENTS, rng=rng, capture_aux=True,
+                                      top=bound is not None, **sampling.filters())
             if bound is not None:
                 bound.observe(out["top"])
             return split_aux(out["aux"], self.n_features, self.lazy)[0], out["tokens"]

@@ -96,14 +96,23 @@ def accept(verified: Verified, tree: DraftTree, sampling, rng, head=None) -> Acc
     return Accepted(r["path"], r["tokens"])
 
 
-def advance(target, tree: DraftTree, n_features: int, lazy: bool, sampling, rng, head=None) -> tuple[Accepted, np.ndarray]:
-    """verify, accept and commit: (the accepted path and tokens, their nodes' drafter features F32[m, F*H]).
-    A `_core.Transformer` does all three in one call (`Transformer.advance`: after a target forward the
-    interpreter runs cache-cold, and each Python step between them cost tens of us); other targets (the
-    server's batched ones, test models) and lazy logits take the three steps here."""
+ROOT_PARENTS = np.array([-1], np.int32)  # a one-node tree's parents: a plain step through Transformer.advance
+
+
+def advances_in_one_call(target) -> bool:
+    """Whether `target` is a `_core.Transformer`, whose `advance` verifies, accepts and commits in one call
+    (after a target forward the interpreter runs cache-cold, and each Python step between them cost tens of
+    us); other targets (the server's batched ones, test models) take the steps one by one."""
     from eyas import _core
 
-    if type(target) is _core.Transformer and not lazy:
+    return type(target) is _core.Transformer
+
+
+def advance(target, tree: DraftTree, n_features: int, lazy: bool, sampling, rng, head=None, *,
+            one_call: bool) -> tuple[Accepted, np.ndarray]:
+    """verify, accept and commit: (the accepted path and tokens, their nodes' drafter features F32[m, F*H]).
+    one_call: `advances_in_one_call(target)`, decided once per generation; lazy logits take the three steps."""
+    if one_call and not lazy:
         r = target.advance(tree.tokens, tree.parents, rng=rng, capture_aux=True, **sampling.filters())
         return Accepted(r["path"], r["tokens"]), r["aux"]
     verified = verify(target, tree, n_features, lazy, sampling.greedy)
