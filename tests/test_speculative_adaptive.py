@@ -265,8 +265,7 @@ def test_sampled_depth_depends_on_the_seed_alone():
         metrics.append(gen.metrics())
         assert runs[-1] == take(plain_steps(plain, [4, 5, 6], sampling), 60)
     assert runs[0] == runs[1] and runs[0] != runs[2]
-    assert metrics[0] == {**metrics[1], "propose_s": metrics[0]["propose_s"], "verify_s": metrics[0]["verify_s"],
-                          "accept_s": metrics[0]["accept_s"]}
+    assert metrics[0] == {**metrics[1], "propose_s": metrics[0]["propose_s"], "verify_s": metrics[0]["verify_s"]}
     m = metrics[0]
     assert m["num_draft_tokens"] < m["num_drafts"]  # mostly plain steps
 

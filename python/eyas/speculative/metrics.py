@@ -19,8 +19,7 @@ class SpeculativeMetrics:
     num_lookup_draft_tokens: int = 0
     num_lookup_accepted_tokens: int = 0
     propose_s: float = 0.0
-    verify_s: float = 0.0
-    accept_s: float = 0.0
+    verify_s: float = 0.0  # the target's rounds: verify, accept and commit (rounds.advance), plain steps included
 
     def observe(self, tree_size: int, accepted: int, depth: int | None = None) -> None:
         """depth: the tree's deepest drafted level (default: a chain, tree_size - 1)."""
@@ -62,7 +61,6 @@ class SpeculativeMetrics:
             "num_lookup_accepted_tokens": self.num_lookup_accepted_tokens,
             "propose_s": self.propose_s,
             "verify_s": self.verify_s,
-            "accept_s": self.accept_s,
         }
 
 
