@@ -95,6 +95,36 @@ def test_rescored_logits_have_the_same_bits_on_every_simd_level(drafter):
         _core.ops._cap_simd(levels[-1])
 
 
+def dot16_reference(w, x):
+    """The 16-lane definition in float64 arithmetic rounded once per step: lane i % 16 takes
+    round32(w[i] * x[i] + lane) in i order (a float32 product is exact in float64), then the lanes fold
+    l += l + s for s = 8, 4, 2, 1."""
+    lanes = np.zeros(16, np.float32)
+    for i in range(len(x)):
+        lanes[i % 16] = np.float32(np.float64(w[i]) * np.float64(x[i]) + np.float64(lanes[i % 16]))
+    for s in (8, 4, 2, 1):
+        lanes[:s] = lanes[:s] + lanes[s : 2 * s]
+    return lanes[0]
+
+
+@pytest.mark.parametrize("k", [1, 15, 16, 17, 64, 577])
+def test_host_dot_of_rescored_rows_has_the_same_bits_on_every_simd_level(k):
+    rng = np.random.default_rng(k)
+    w = rng.standard_normal((4, k)).astype(np.float32)
+    x = rng.standard_normal(k).astype(np.float32)
+    want = np.array([dot16_reference(row, x) for row in w], np.float32)
+    levels = _core.ops._simd_levels()
+    try:
+        for level in levels:
+            _core.ops._cap_simd(level)
+            got = np.asarray(_core.ops._dot16_rows(w, x))
+            assert np.array_equal(got.view(np.uint32), want.view(np.uint32)), (level, got, want)
+    finally:
+        _core.ops._cap_simd(levels[-1])
+    with pytest.raises(ValueError):
+        _core.ops._dot16_rows(w, x[:-1] if k > 1 else np.zeros(2, np.float32))
+
+
 def test_rescored_trees_equal_the_stored_heads(drafter):
     a, b = runtime(drafter, VD), runtime(drafter, 16)
     ingest(a, 3), ingest(b, 3)

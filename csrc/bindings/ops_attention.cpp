@@ -4,6 +4,7 @@
 #include "bindings/registry.h"
 #include "ops/attention.h"
 #include "ops/cpu_controls.h"
+#include "ops/host_rows.h"
 
 EYAS_BINDINGS(ops_attention) {
   nb::module_ ops = bind::ops_module(m);
@@ -55,4 +56,19 @@ EYAS_BINDINGS(ops_attention) {
           "Testing knob: cap the same kernels at a SIMD level, 'scalar', 'avx2' or 'avx512' (the default).");
   ops.def("_simd_levels", &ops::available_simd_levels,
           "The SIMD levels of those kernels this CPU runs, slowest first (resets the cap to the best).");
+  ops.def(
+      "_dot16_rows",
+      [](bind::Array w, bind::Array x) {
+        const char* op = "_dot16_rows";
+        Tensor tw = bind::from_numpy(op, "w", w), tx = bind::from_numpy(op, "x", x);
+        check_dtype(op, "w", tw, DType::F32), check_dtype(op, "x", tx, DType::F32);
+        check_ndim(op, "w", tw, 2), check_ndim(op, "x", tx, 1), check_dim(op, "x", tx, 0, tw.dim(1));
+        Tensor out = Tensor::empty(DType::F32, {tw.dim(0)});
+        for (int64_t r = 0; r < tw.dim(0); ++r)
+          out.data<float>()[r] = ops::dot16_row_host(tw.data<float>() + r * tw.dim(1), tx.data<float>(), tw.dim(1));
+        return bind::to_numpy(out);
+      },
+      "w"_a, "x"_a,
+      "Testing hook: the draft head's host dot (rescored rows) of each row of float32 w[N, K] with x[K], in 16\n"
+      "lanes folded in lane order; the same bits on every SIMD level.");
 }

@@ -6,12 +6,63 @@
 
 #include "cpu/embedding.h"
 #include "cpu/quant/formats.h"
+#include "cpu/softmax_exp.h"
 #include "ops/host_rows.h"
 
 namespace eyas::ops {
 
 void dequantize_row_host(int32_t wtype, const uint8_t* row, int64_t k, float* y) {
   cpu::dequantize_row(wtype, row, k, y);
+}
+
+namespace {
+
+float dot16_scalar(const float* w, const float* x, int64_t k) {
+  float lanes[16] = {};
+  for (int64_t i = 0; i < k; ++i) lanes[i & 15] = std::fma(w[i], x[i], lanes[i & 15]);
+  return cpu::fold16_scalar(lanes);
+}
+
+#if EYAS_X86
+__attribute__((target("avx512f"))) float dot16_avx512(const float* w, const float* x, int64_t k) {
+  __m512 acc = _mm512_setzero_ps();
+  int64_t i = 0;
+  for (; i + 16 <= k; i += 16) acc = _mm512_fmadd_ps(_mm512_loadu_ps(w + i), _mm512_loadu_ps(x + i), acc);
+  if (i < k) {  // the tail's lanes 0 .. k - i - 1, the others unchanged
+    const __mmask16 m = cpu::tail_mask(int(k - i));
+    acc = _mm512_mask3_fmadd_ps(_mm512_maskz_loadu_ps(m, w + i), _mm512_maskz_loadu_ps(m, x + i), acc, m);
+  }
+  return cpu::fold16_avx512(acc);
+}
+
+__attribute__((target("avx2,fma"))) float dot16_avx2(const float* w, const float* x, int64_t k) {
+  __m256 lo = _mm256_setzero_ps(), hi = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 16 <= k; i += 16) {
+    lo = _mm256_fmadd_ps(_mm256_loadu_ps(w + i), _mm256_loadu_ps(x + i), lo);
+    hi = _mm256_fmadd_ps(_mm256_loadu_ps(w + i + 8), _mm256_loadu_ps(x + i + 8), hi);
+  }
+  if (i == k) return cpu::fold16_avx2(lo, hi);
+  float lanes[16];
+  _mm256_storeu_ps(lanes, lo), _mm256_storeu_ps(lanes + 8, hi);
+  for (; i < k; ++i) lanes[i & 15] = std::fma(w[i], x[i], lanes[i & 15]);
+  return cpu::fold16_scalar(lanes);
+}
+#endif
+
+}  // namespace
+
+float dot16_row_host(const float* w, const float* x, int64_t k) {
+#if EYAS_X86
+  if (cpu::use_avx512()) return dot16_avx512(w, x, k);
+  if (cpu::use_avx2()) return dot16_avx2(w, x, k);
+#endif
+  return dot16_scalar(w, x, k);
+}
+
+void prefetch_host(const void* p, size_t bytes) {
+  const char* c = static_cast<const char*>(p);
+  for (size_t off = 0; off < bytes; off += 64) __builtin_prefetch(c + off);
 }
 
 void quantize_row_q4_0_host(const float* x, int64_t k, uint8_t* out) {

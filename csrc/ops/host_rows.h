@@ -3,6 +3,7 @@
 // acceptance have their bits. Declared at the ops level so nothing above csrc/ops includes csrc/cpu;
 // defined in csrc/cpu.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 
 #include "core/tensor.h"
@@ -16,6 +17,11 @@ int32_t argmax_row_host(const float* x, int n);
 // sum of exp(x[i] - mx) over x[n] (NaN skipped) in double: lane i % 16 of 16 partial sums, folded in lane
 // order, with the softmax kernels' exp, so every SIMD level gives the same bits (the draft tree's scores).
 double exp_sum_row_host(const float* x, int64_t n, float mx);
+// sum of w[i] * x[i] over [0, k) in 16 lanes (lane i % 16, fused multiply-adds in i order) folded in lane
+// order, as the float-weight matmuls define a dot (docs/performance.md §2): the same bits on every SIMD level.
+float dot16_row_host(const float* w, const float* x, int64_t k);
+// Requests the lines of [p, p + bytes) into the cache (a hint: nothing changes but timing).
+void prefetch_host(const void* p, size_t bytes);
 // The k largest of x[n] (k <= n), best first, as ops::topk picks them: values[k], idx[k].
 void topk_row_host(const float* x, int n, int k, float* values, int32_t* idx);
 // One weight row of k elements stored as `wtype` (a DType; GGUF block layout) into y[k], as the
