@@ -1,0 +1,22 @@
+# EYAS_PROFILE=1 per dispatch of the drafter alone: one-pair ingests and a chain:D propose, a 100 MB sweep between
+# rounds ("cold") or not ("warm"). From the repository root:
+#   EYAS_PROFILE=1 PYTHONPATH=build/dev/pkg python docs/results/drafter-rescore-2026-12-07/sweep_prof.py 2 cold
+import time, sys, numpy as np, eyas
+from eyas import _core
+from eyas.speculative.policy import TreePolicy
+m = eyas.load(drafter="default", threads=2)
+p = m.proposer
+CTX = 200
+p.reset(8192)
+rng = np.random.default_rng(0)
+feats = rng.random((CTX, 3 * 576), dtype=np.float32)
+toks = rng.integers(0, 49152, CTX).astype(np.int32)
+p.ingest(feats, toks)
+sweep = np.ones(100 * 2**20 // 8)
+pol = TreePolicy.chain(int(sys.argv[1])); cold = sys.argv[2] == "cold"
+def it():
+    if cold: sweep.sum()
+    p.ingest(feats[:1], toks[:1]); p.propose(pol); p.truncate(CTX)
+for i in range(20): it()
+_core._profile_reset()
+for i in range(300): it()
