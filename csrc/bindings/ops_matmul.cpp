@@ -127,6 +127,8 @@ EYAS_BINDINGS(ops_matmul) {
       "Test hook: matmul with the weight repacked for this call whenever the ISA's kernels read a "
       "repack (ops.matmul keeps one per weight buffer, built on a Q8_0 weight's second call).");
   ops.def("_weight_packs_built", &ops::weight_packs_built, "Test hook: repacked weights built so far.");
+  ops.def("_embedding_rows_from_packs", &ops::embedding_rows_from_packs,
+          "Test hook: token embedding rows read from a tied head's repack so far (instead of the file's pages).");
   ops.def("_live_weight_packs", &ops::live_weight_packs,
           "Test hook: how many repacked weights are alive (each is freed with its weight's buffer).");
   ops.def("_allow_gfni", &ops::allow_gfni, "on"_a,

@@ -155,10 +155,11 @@ class CpuBackend final : public ops::Backend {
   }
 
   void embedding(Encoder& enc, const EmbeddingArgs& a, const Tensor& w, const Tensor& ids, const Tensor& y) override {
-    enc.dispatch("embedding", {&w, &ids}, {&y},
-                 [a, wp = w.data<uint8_t>(), ip = ids.data<int32_t>(), yp = y.data<float>()](ThreadPool& pool) {
-                   cpu::embedding(a, wp, ip, yp, pool);
-                 });
+    enc.dispatch("embedding", {&w, &ids}, {&y}, [a, w, ip = ids.data<int32_t>(), yp = y.data<float>()](ThreadPool& pool) {
+      // A tied head's repack, looked up when the dispatch runs (it is built by the head's matmuls).
+      const std::shared_ptr<const uint8_t> pack = cpu::existing_weight_pack(w, a.wtype, a.vocab, a.k);
+      cpu::embedding(a, w.data<uint8_t>(), ip, yp, pool, pack.get());
+    });
   }
 
   void copy_cols(Encoder& enc, const Tensor& x, int x_col, const Tensor& y, int y_col, int n) override {

@@ -1,12 +1,16 @@
 #include "cpu/embedding.h"
 
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <stdexcept>
+#include <vector>
 
 #include "core/dtype.h"
 #include "cpu/quant/formats.h"
+#include "cpu/quant/q4pack.h"
+#include "ops/cpu_controls.h"
 
 namespace eyas::cpu {
 
@@ -97,11 +101,18 @@ void dequantize_row(int32_t wtype, const uint8_t* row, int64_t k, float* y) {
   }
 }
 
-void embedding(const EmbeddingArgs& a, const uint8_t* w, const int32_t* ids, float* y, ThreadPool& pool) {
+static std::atomic<int64_t> rows_from_packs{0};
+
+void embedding(const EmbeddingArgs& a, const uint8_t* w, const int32_t* ids, float* y, ThreadPool& pool,
+               const uint8_t* pack) {
   const size_t rb = row_bytes(DType(a.wtype), a.k);
+  const WKind kind = kind_of_dtype(a.wtype);
+  const int64_t packed_rows = pack ? a.vocab / 16 * 16 : 0;  // rows past the last 16-row group stay in the file
   pool.run([&](int tid, int nth) {
     int64_t r0, r1;
     ThreadPool::split(a.rows, tid, nth, 1, &r0, &r1);
+    thread_local std::vector<uint8_t> row;
+    int64_t from_pack = 0;
     for (int64_t r = r0; r < r1; ++r) {
       float* out = y + r * int64_t(a.k);
       const int32_t id = ids[r];
@@ -109,9 +120,21 @@ void embedding(const EmbeddingArgs& a, const uint8_t* w, const int32_t* ids, flo
         for (int64_t i = 0; i < a.k; ++i) out[i] = std::numeric_limits<float>::quiet_NaN();
         continue;
       }
+      if (id < packed_rows) {
+        row.resize(rb);
+        if (gguf_row_from_pack(kind, pack, a.k, id, row.data())) {
+          dequantize_row(a.wtype, row.data(), a.k, out);
+          ++from_pack;
+          continue;
+        }
+      }
       dequantize_row(a.wtype, w + size_t(id) * rb, a.k, out);
     }
+    if (from_pack) rows_from_packs += from_pack;
   });
 }
 
 }  // namespace eyas::cpu
+
+// Declared with the CPU test hooks (csrc/ops/cpu_controls.h).
+int64_t eyas::ops::embedding_rows_from_packs() { return cpu::rows_from_packs.load(); }

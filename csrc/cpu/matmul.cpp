@@ -16,20 +16,9 @@ namespace eyas::cpu {
 using namespace quant;
 
 static WKind kind_of(int32_t wtype) {
-  switch (DType(wtype)) {
-    case DType::F32: return kF32;
-    case DType::F16: return kF16;
-    case DType::BF16: return kBF16;
-    case DType::Q8_0: return kQ8_0;
-    case DType::Q4_0: return kQ4_0;
-    case DType::Q4_1: return kQ4_1;
-    case DType::Q5_0: return kQ5_0;
-    case DType::Q5_1: return kQ5_1;
-    case DType::Q4_K: return kQ4_K;
-    case DType::Q5_K: return kQ5_K;
-    case DType::Q6_K: return kQ6_K;
-    default: throw std::invalid_argument("[matmul] unsupported weight type " + std::to_string(wtype));
-  }
+  const WKind kind = kind_of_dtype(wtype);
+  if (kind == kNumKinds) throw std::invalid_argument("[matmul] unsupported weight type " + std::to_string(wtype));
+  return kind;
 }
 
 

@@ -76,6 +76,13 @@ std::shared_ptr<const uint8_t> cpu::weight_pack(const MatmulArgs& a, const Tenso
   return bytes_of(std::move(p));
 }
 
+std::shared_ptr<const uint8_t> cpu::existing_weight_pack(const Tensor& w, int32_t wtype, int64_t n, int64_t k) {
+  if (!w.buffer || n < 16) return nullptr;
+  const Buffer::DerivedKey key{int64_t(w.offset), wtype, n, k};
+  auto hit = std::static_pointer_cast<const Pack>(w.buffer->derived(key));
+  return hit && same_edges(*hit, w.data<uint8_t>(), w.nbytes()) ? bytes_of(std::move(hit)) : nullptr;
+}
+
 // Declared with the op (csrc/ops/matmul.h); the CPU backend is the one that repacks weights.
 int64_t ops::live_weight_packs() { return live_packs.load(); }
 int64_t ops::weight_packs_built() { return packs_built.load(); }

@@ -39,5 +39,8 @@ void matmul_with_fresh_pack(const Tensor& x, const Tensor& w, const Tensor& y, T
 // since the process started.
 int64_t live_weight_packs();
 int64_t weight_packs_built();
+// Token embedding rows read back from a tied head's repack instead of the table's file pages, since the
+// process started.
+int64_t embedding_rows_from_packs();
 
 }  // namespace eyas::ops

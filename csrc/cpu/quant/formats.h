@@ -11,6 +11,24 @@ namespace eyas::cpu::quant {
 // Weight kinds the kernels handle, dense index for kernel tables.
 enum WKind : int { kF32, kF16, kBF16, kQ8_0, kQ4_0, kQ4_1, kQ5_0, kQ5_1, kQ4_K, kQ5_K, kQ6_K, kNumKinds };
 
+// The kind of a GGML type id (eyas::DType); kNumKinds for a type no kernel reads.
+constexpr WKind kind_of_dtype(int32_t wtype) {
+  switch (DType(wtype)) {
+    case DType::F32: return kF32;
+    case DType::F16: return kF16;
+    case DType::BF16: return kBF16;
+    case DType::Q8_0: return kQ8_0;
+    case DType::Q4_0: return kQ4_0;
+    case DType::Q4_1: return kQ4_1;
+    case DType::Q5_0: return kQ5_0;
+    case DType::Q5_1: return kQ5_1;
+    case DType::Q4_K: return kQ4_K;
+    case DType::Q5_K: return kQ5_K;
+    case DType::Q6_K: return kQ6_K;
+    default: return kNumKinds;
+  }
+}
+
 // Bytes per block (32 elements for the legacy types, 256 for K-quants), from core/dtype.h's table.
 constexpr int kQ8_0Bytes = block_bytes_of(DType::Q8_0);  // f16 d, int8 qs[32]
 constexpr int kQ4_0Bytes = block_bytes_of(DType::Q4_0);  // f16 d, u8 qs[16] (lo nibbles: 0..15, hi nibbles: 16..31)

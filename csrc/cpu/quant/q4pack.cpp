@@ -88,4 +88,62 @@ void kq_pack(WKind kind, const uint8_t* w, size_t wrow, int64_t k, int64_t g0, i
     }
 }
 
+bool gguf_row_from_pack(WKind kind, const uint8_t* pack, int64_t k, int64_t row, uint8_t* out) {
+  const int64_t g = row / 16;
+  const int c = int(row % 16);
+  if (kind == kQ8_0) {
+    const int64_t nb = k / 32;
+    // The row's bytes lie in 8 lines of each block: requested first, so their misses overlap.
+    for (int64_t b = 0; b < nb; ++b)
+      for (int r = 0; r < 8; ++r) __builtin_prefetch(pack + size_t(g * nb + b) * kQ8PackBlockBytes + 64 * r + 4 * c);
+    for (int64_t b = 0; b < nb; ++b) {
+      const uint8_t* o = pack + size_t(g * nb + b) * kQ8PackBlockBytes;
+      uint8_t* blk = out + size_t(b) * kQ8_0Bytes;
+      std::memcpy(blk, o + 512 + 2 * c, 2);
+      for (int r = 0; r < 8; ++r)
+        for (int e = 0; e < 4; ++e) blk[2 + 4 * r + e] = uint8_t(o[64 * r + 4 * c + e] ^ 0x80);
+    }
+    return true;
+  }
+  if (q4_packable(kind) || q5_packable(kind)) {
+    const Q4PackAt at = q4pack_at(kind);
+    const int bytes = kind == kQ4_0 ? kQ4_0Bytes : kind == kQ4_1 ? kQ4_1Bytes : kind == kQ5_0 ? kQ5_0Bytes : kQ5_1Bytes;
+    const bool has_min = kind == kQ4_1 || kind == kQ5_1;
+    const int qh_off = has_min ? 4 : 2, qs_off = bytes - 16;
+    const int64_t nb = k / 32;
+    for (int64_t b = 0; b < nb; ++b) {
+      const uint8_t* o = pack + size_t(g * nb + b) * at.bytes;
+      uint8_t* blk = out + size_t(b) * bytes;
+      for (int r = 0; r < 4; ++r) std::memcpy(blk + qs_off + 4 * r, o + 64 * r + 4 * c, 4);
+      std::memcpy(blk, o + at.d + 2 * c, 2);
+      if (has_min) std::memcpy(blk + 2, o + at.m + 2 * c, 2);
+      if (at.qh >= 0) {
+        uint32_t qh = 0;
+        for (int e = 0; e < 4; ++e) {
+          const uint32_t plane = o[at.qh + 4 * c + e];
+          for (int r = 0; r < 4; ++r) qh |= ((plane >> r) & 1u) << (4 * r + e) | ((plane >> (4 + r)) & 1u) << (16 + 4 * r + e);
+        }
+        std::memcpy(blk + qh_off, &qh, 4);
+      }
+    }
+    return true;
+  }
+  if (kind == kQ6_K) {
+    const int64_t nb = k / 256;
+    for (int64_t b = 0; b < nb; ++b) {
+      const uint8_t* o = pack + size_t(g * nb + b) * kQ6KPackBlockBytes;
+      uint8_t* blk = out + size_t(b) * kQ6_KBytes;
+      for (int h = 0; h < 2; ++h)
+        for (int r = 0; r < 8; ++r) {
+          for (int e = 0; e < 2; ++e) std::memcpy(blk + 64 * h + 32 * e + 4 * r, o + 1024 * h + 512 * e + 64 * r + 4 * c, 4);
+          std::memcpy(blk + 128 + 32 * h + 4 * r, o + 2048 + 512 * h + 64 * r + 4 * c, 4);
+        }
+      for (int p = 0; p < 8; ++p) std::memcpy(blk + 192 + 2 * p, o + 3072 + 32 * p + 2 * c, 2);
+      std::memcpy(blk + 208, o + 3328 + 2 * c, 2);
+    }
+    return true;
+  }
+  return false;
+}
+
 }  // namespace eyas::cpu::quant

@@ -122,4 +122,10 @@ void q8_pack(const uint8_t* w, size_t wrow, int64_t k, int64_t g0, int64_t g1, u
 // The same for GGUF Q4_K, Q5_K or Q6_K (layouts above).
 void kq_pack(WKind kind, const uint8_t* w, size_t wrow, int64_t k, int64_t g0, int64_t g1, uint8_t* out);
 
+// Row `row` (< n / 16 * 16) of a packed [n, k] weight back as its GGUF bytes (out: k / block-elements blocks),
+// the inverse of the packers above, for Q8_0, Q4_0 / Q4_1 / Q5_0 / Q5_1 and Q6_K; false for the other kinds
+// (Q4_K / Q5_K packs keep their scales decoded). A tied token embedding reads its rows back from the head's
+// pack once the file pages under it have left the resident set.
+bool gguf_row_from_pack(WKind kind, const uint8_t* pack, int64_t k, int64_t row, uint8_t* out);
+
 }  // namespace eyas::cpu::quant
