@@ -64,3 +64,14 @@ def test_tied_embedding_rows_from_the_heads_pack_equal_the_files(tmp_path, qtype
         assert read_from_pack == 0
     else:
         assert read_from_pack == packed  # only the rows of whole 16-row groups; the rest from the file
+    # Another Buffer over the same bytes (as a drafter wraps the target's tied table) finds the same pack.
+    table, wtype, shape = loaded.weights["token_embd"]
+    before = _core.ops._embedding_rows_from_packs()
+    rows = np.asarray(_core.ops.embedding(table, wtype, list(shape), ids))
+    assert np.array_equal(rows.view(np.uint32), from_file.view(np.uint32))
+    assert _core.ops._embedding_rows_from_packs() - before == read_from_pack
+    del m  # the pack dies with the model's buffer: a later wrapping reads the file again
+    before = _core.ops._embedding_rows_from_packs()
+    assert np.array_equal(np.asarray(_core.ops.embedding(table, wtype, list(shape), ids)).view(np.uint32),
+                          from_file.view(np.uint32))
+    assert _core.ops._embedding_rows_from_packs() == before

@@ -4,7 +4,10 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <new>
+#include <tuple>
 
 #include "core/huge_pages.h"
 #include "core/page_out.h"
@@ -33,6 +36,25 @@ struct Pack {
 
 bool same_edges(const Pack& p, const uint8_t* w, size_t nbytes) {
   return std::memcmp(p.head, w, p.edge) == 0 && std::memcmp(p.tail, w + nbytes - p.edge, p.edge) == 0;
+}
+
+// Packs by the address of the bytes they were built from, so another Buffer over the same bytes (a drafter
+// sharing the target's tied embedding, wrapped on its own) finds the one its owner built. Weak: a pack still
+// lives and dies with the buffer that owns it.
+using PackSite = std::tuple<const uint8_t*, int32_t, int64_t, int64_t>;  // bytes, wtype, n, k
+std::mutex sites_mutex;
+std::map<PackSite, std::weak_ptr<const Pack>> sites;
+
+void remember_site(const PackSite& site, const std::shared_ptr<const Pack>& p) {
+  std::lock_guard<std::mutex> lock(sites_mutex);
+  for (auto it = sites.begin(); it != sites.end();) it = it->second.expired() ? sites.erase(it) : std::next(it);
+  sites[site] = p;
+}
+
+std::shared_ptr<const Pack> pack_at_site(const PackSite& site) {
+  std::lock_guard<std::mutex> lock(sites_mutex);
+  auto it = sites.find(site);
+  return it == sites.end() ? nullptr : it->second.lock();
 }
 
 // The repack bytes, sharing ownership of the whole Pack.
@@ -70,6 +92,7 @@ std::shared_ptr<const uint8_t> cpu::weight_pack(const MatmulArgs& a, const Tenso
   std::memcpy(p->head, wd, p->edge);
   std::memcpy(p->tail, wd + nbytes - p->edge, p->edge);
   w.buffer->set_derived(key, p);
+  remember_site({wd, a.wtype, a.n, a.k}, p);
   // Matmuls read the pack from now on (the weight only at its edges, and rows past the last
   // 16-row group): a mapped file's bytes need not stay resident beside it.
   if (w.buffer->read_only()) page_out(wd, nbytes);
@@ -80,6 +103,7 @@ std::shared_ptr<const uint8_t> cpu::existing_weight_pack(const Tensor& w, int32_
   if (!w.buffer || n < 16) return nullptr;
   const Buffer::DerivedKey key{int64_t(w.offset), wtype, n, k};
   auto hit = std::static_pointer_cast<const Pack>(w.buffer->derived(key));
+  if (!hit) hit = pack_at_site({w.data<uint8_t>(), wtype, n, k});  // another Buffer over these bytes
   return hit && same_edges(*hit, w.data<uint8_t>(), w.nbytes()) ? bytes_of(std::move(hit)) : nullptr;
 }
 
