@@ -1,11 +1,12 @@
-"""Resident memory of a loaded model against the kernels issue's bound, 1.1 x (file + sequence state).
+"""Resident memory of a loaded model against the kernels issue's bound, 1.1 x (files + sequence state).
 
     PYTHONPATH=build/<name>/pkg python bench/resident_memory.py [--model PATH ...] [--drafter none|default]
 
 Growth of the process's resident set (VmRSS) from before `eyas.load` to after a short generation (F16 KV;
 --drafter none: plain decoding, default: the engine's default proposer for the model). The sequence state
 is the KV cache at --max-context plus one copy of any recurrent layer's state (`Transformer.state_bytes` at
-length 0). Each model runs in its own process, so one's pages do not count towards the next.
+length 0); the files are the model's and, with a drafter, the drafter checkpoint's (its folder's weight files).
+Each model runs in its own process, so one's pages do not count towards the next.
 """
 
 from __future__ import annotations
@@ -29,6 +30,15 @@ def rss_mb() -> float:
     raise RuntimeError("no VmRSS in /proc/self/status")
 
 
+def drafter_file_bytes(proposer) -> int:
+    """Bytes of the drafter checkpoint's weight files (0: no drafter, or one with no files of its own)."""
+    folder = getattr(getattr(proposer, "drafter", None), "path", None)
+    if not folder or not os.path.isdir(folder):
+        return 0
+    return sum(os.path.getsize(os.path.join(folder, f)) for f in os.listdir(folder)
+               if f.endswith((".safetensors", ".bin", ".gguf")))
+
+
 def measure(model: str | None, max_context: int, tokens: int, drafter: str) -> dict:
     """Runs in the child: loads, generates, reports MB."""
     import eyas
@@ -46,7 +56,7 @@ def measure(model: str | None, max_context: int, tokens: int, drafter: str) -> d
     recurrent = t.state_bytes  # at length 0 only fixed-size (recurrent) states hold bytes
     return {
         "model": os.path.basename(path),
-        "file_mb": os.path.getsize(path) / 2**20,
+        "file_mb": (os.path.getsize(path) + drafter_file_bytes(m.proposer)) / 2**20,
         "kv_mb": kv / 2**20,
         "state_mb": recurrent / 2**20,
         "growth_mb": after - before,
