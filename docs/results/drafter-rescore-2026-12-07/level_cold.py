@@ -3,15 +3,7 @@
 # From the repository root: PYTHONPATH=build/dev/pkg python docs/results/drafter-rescore-2026-12-07/level_cold.py target
 import time, sys, numpy as np, eyas
 from eyas.speculative.policy import TreePolicy
-m = eyas.load(drafter="default", threads=2)
-p = m.proposer
-CTX = 200
-p.reset(8192)
-rng = np.random.default_rng(0)
-feats = rng.random((CTX, 3 * 576), dtype=np.float32)
-toks = rng.integers(0, 49152, CTX).astype(np.int32)
-p.ingest(feats, toks)
-sweep = np.ones(100 * 2**20 // 8)
+from drafter_setup import CTX, feats, m, p, sweep, toks
 T = m.transformer
 ids = np.array(m.encode_prompt("Tell me about lighthouses.", chat=True), np.int32)
 T.reset(); T.prefill(ids, logits="none"); L = T.length

@@ -4,15 +4,7 @@
 import time, sys, numpy as np, eyas
 from eyas import _core
 from eyas.speculative.policy import TreePolicy
-m = eyas.load(drafter="default", threads=2)
-p = m.proposer
-CTX = 200
-p.reset(8192)
-rng = np.random.default_rng(0)
-feats = rng.random((CTX, 3 * 576), dtype=np.float32)
-toks = rng.integers(0, 49152, CTX).astype(np.int32)
-p.ingest(feats, toks)
-sweep = np.ones(100 * 2**20 // 8)
+from drafter_setup import CTX, feats, m, p, sweep, toks
 pol = TreePolicy.chain(int(sys.argv[1])); cold = sys.argv[2] == "cold"
 def it():
     if cold: sweep.sum()
