@@ -13,7 +13,7 @@ import sys
 import eyas
 from eyas import generation
 from eyas.sampling import SamplingParams
-from eyas.speculative import generator as gm
+from interleave import choosers_of, rotations, use_choosers
 
 
 class StepByStep:
@@ -42,36 +42,25 @@ def run(ids, max_tokens, mode):
     kind, way = mode.split()
     kw = {}
     if kind == "spec":
-        for table, value in zip((gm._GREEDY_CHOOSERS, gm._GREEDY_LOOKUP_CHOOSERS), carried[way]):
-            table.pop(proposer, None)
-            if value is not None:
-                table[proposer] = value
+        use_choosers(proposer, carried[way])
         kw["proposer"] = proposer
     steps = generation.stream(targets[way], ids, sampling, **kw)
     out = generation.Generation(steps, model.tokenizer, num_prompt_tokens=len(ids), max_tokens=max_tokens).consume()
     if kind == "spec":
-        carried[way] = (gm._GREEDY_CHOOSERS.get(proposer), gm._GREEDY_LOOKUP_CHOOSERS.get(proposer))
+        carried[way] = choosers_of(proposer)
     return out
 
 
 for path in sys.argv[3:]:
     rows = [json.loads(line) for line in open(path)][:limit]
     seconds, tokens = collections.defaultdict(float), collections.defaultdict(float)
-    first = model.encode_prompt(rows[0]["prompt"], chat=rows[0].get("chat", False))
-    for m in order:  # warm-up
-        run(first, 32, m)
-    same = True
-    for i, row in enumerate(rows):
-        ids = model.encode_prompt(row["prompt"], chat=row.get("chat", False))
-        for r in range(repeats):
-            k = (i * repeats + r) % len(order)
-            texts = {}
-            for m in order[k:] + order[:k]:
-                out = run(ids, row.get("max_tokens") or 128, m)
-                seconds[m] += out.metrics["decode_s"]
-                tokens[m] += out.metrics["num_generated_tokens"]
-                texts[m] = out.tokens
-            same &= all(t == texts["plain old"] for t in texts.values())
+    same, texts = True, collections.defaultdict(dict)
+    for i, r, m, out in rotations(model, rows, order, repeats, run):
+        seconds[m] += out.metrics["decode_s"]
+        tokens[m] += out.metrics["num_generated_tokens"]
+        texts[i, r][m] = out.tokens
+    for ways in texts.values():
+        same &= all(t == ways["plain old"] for t in ways.values())
     rate = {m: tokens[m] / seconds[m] for m in order}
     print(f"{os.path.basename(path)}: plain new/old {rate['plain new'] / rate['plain old']:.3f}x, "
           f"spec new/old {rate['spec new'] / rate['spec old']:.3f}x; against plain old: spec old "
