@@ -57,6 +57,14 @@ std::shared_ptr<const Pack> pack_at_site(const PackSite& site) {
   return it == sites.end() ? nullptr : it->second.lock();
 }
 
+// The pack `w`'s buffer keeps under `key` ({offset, wtype, n, k}; with other_buffers: or one built through
+// another Buffer over the same bytes), if its edges still match the weight's.
+std::shared_ptr<const Pack> cached_pack(const Tensor& w, const Buffer::DerivedKey& key, bool other_buffers = false) {
+  auto hit = std::static_pointer_cast<const Pack>(w.buffer->derived(key));
+  if (!hit && other_buffers) hit = pack_at_site({w.data<uint8_t>(), int32_t(key[1]), key[2], key[3]});
+  return hit && same_edges(*hit, w.data<uint8_t>(), w.nbytes()) ? hit : nullptr;
+}
+
 // The repack bytes, sharing ownership of the whole Pack.
 std::shared_ptr<const uint8_t> bytes_of(std::shared_ptr<const Pack> p) {
   const uint8_t* b = p->bytes.get();
@@ -70,8 +78,7 @@ std::shared_ptr<const uint8_t> cpu::weight_pack(const MatmulArgs& a, const Tenso
   const uint8_t* wd = w.data<uint8_t>();
   const size_t nbytes = w.nbytes();
   const Buffer::DerivedKey key{int64_t(w.offset), a.wtype, a.n, a.k};
-  if (auto hit = std::static_pointer_cast<const Pack>(w.buffer->derived(key)); hit && same_edges(*hit, wd, nbytes))
-    return bytes_of(std::move(hit));
+  if (auto hit = cached_pack(w, key)) return bytes_of(std::move(hit));
   // Building a Q8_0 pack reads and writes the whole weight (~30 ms for the default lm_head) for a
   // 1.5-2x faster call of a few rows (~5x at T = 32 on the AVX-512 table): pack on the second call
   // into the same buffer, so weights wrapped for a single call (op-level calls, accept_hidden's
@@ -101,10 +108,8 @@ std::shared_ptr<const uint8_t> cpu::weight_pack(const MatmulArgs& a, const Tenso
 
 std::shared_ptr<const uint8_t> cpu::existing_weight_pack(const Tensor& w, int32_t wtype, int64_t n, int64_t k) {
   if (!w.buffer || n < 16) return nullptr;
-  const Buffer::DerivedKey key{int64_t(w.offset), wtype, n, k};
-  auto hit = std::static_pointer_cast<const Pack>(w.buffer->derived(key));
-  if (!hit) hit = pack_at_site({w.data<uint8_t>(), wtype, n, k});  // another Buffer over these bytes
-  return hit && same_edges(*hit, w.data<uint8_t>(), w.nbytes()) ? bytes_of(std::move(hit)) : nullptr;
+  auto hit = cached_pack(w, {int64_t(w.offset), wtype, n, k}, /*other_buffers=*/true);
+  return hit ? bytes_of(std::move(hit)) : nullptr;
 }
 
 // Declared with the op (csrc/ops/matmul.h); the CPU backend is the one that repacks weights.

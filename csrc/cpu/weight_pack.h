@@ -14,8 +14,9 @@ namespace eyas::cpu {
 std::shared_ptr<const uint8_t> weight_pack(const MatmulArgs& a, const Tensor& w, ThreadPool& pool);
 
 // The repack that matmuls built of `w` as an [n, k] weight of type `wtype` (through this Buffer or another one
-// over the same bytes), or nullptr (this never builds one): a tied token embedding reads its rows from the head's repack, since the file pages under it have
-// left the resident set (page_out) and a row read there would fault back in from the file.
+// over the same bytes), or nullptr (this never builds one): a tied token embedding reads its rows from the
+// head's repack, since the file pages under it have left the resident set (page_out) and a row read there
+// would fault back in from the file.
 std::shared_ptr<const uint8_t> existing_weight_pack(const Tensor& w, int32_t wtype, int64_t n, int64_t k);
 
 }  // namespace eyas::cpu

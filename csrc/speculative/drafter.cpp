@@ -118,14 +118,14 @@ void Eagle3Drafter::rescore(int L, int logit_row0) {
   const float* head_in = spec_.norm_output ? s_.hn.data<float>() : s_.h2.data<float>() + logit_row0 * H;
   std::vector<float> best(static_cast<size_t>(m)), w(static_cast<size_t>(H));
   std::vector<int32_t> idx(static_cast<size_t>(m));
-  const size_t row_bytes = size_t(H) * type_traits(lm_head_.dtype).block_bytes / type_traits(lm_head_.dtype).block_elems;
+  const size_t head_row_bytes = row_bytes(lm_head_.dtype, H);
   for (int r = 0; r < L; ++r) {
     float* logits = s_.logits.data<float>() + r * V;
     const float* x = head_in + r * H;
     ops::topk_row_host(logits, int(V), m, best.data(), idx.data());
     // The rows lie anywhere in the stored head, which the target's stream has evicted: ask for all of them
     // at once so their misses overlap, instead of one row's misses after another's.
-    for (int j = 0; j < m; ++j) ops::prefetch_host(lm_head_.row_ptr(idx[size_t(j)]), row_bytes);
+    for (int j = 0; j < m; ++j) ops::prefetch_host(lm_head_.row_ptr(idx[size_t(j)]), head_row_bytes);
     for (int j = 0; j < m; ++j) {
       ops::dequantize_row_host(int32_t(lm_head_.dtype), lm_head_.row_ptr(idx[size_t(j)]), H, w.data());
       logits[idx[size_t(j)]] = ops::dot16_row_host(w.data(), x, H);

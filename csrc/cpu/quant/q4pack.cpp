@@ -4,11 +4,21 @@
 
 namespace eyas::cpu::quant {
 
-void q4_pack(WKind kind, const uint8_t* w, size_t wrow, int64_t k, int64_t g0, int64_t g1, uint8_t* out) {
-  const Q4PackAt at = q4pack_at(kind);
+// Where a GGUF Q4_0 / Q4_1 / Q5_0 / Q5_1 block keeps its fields: d first, then m (the _1 types), then the
+// fifth bits (Q5), and the 16 qs bytes last. Read by the packer and by its inverse.
+struct LegacyBlock {
+  int bytes, qh_off, qs_off;
+  bool has_min;
+};
+static LegacyBlock legacy_block(WKind kind) {
   const int bytes = kind == kQ4_0 ? kQ4_0Bytes : kind == kQ4_1 ? kQ4_1Bytes : kind == kQ5_0 ? kQ5_0Bytes : kQ5_1Bytes;
   const bool has_min = kind == kQ4_1 || kind == kQ5_1;
-  const int qh_off = has_min ? 4 : 2, qs_off = bytes - 16;  // qs are each block's last 16 bytes
+  return {bytes, has_min ? 4 : 2, bytes - 16, has_min};
+}
+
+void q4_pack(WKind kind, const uint8_t* w, size_t wrow, int64_t k, int64_t g0, int64_t g1, uint8_t* out) {
+  const Q4PackAt at = q4pack_at(kind);
+  const auto [bytes, qh_off, qs_off, has_min] = legacy_block(kind);
   const int64_t nb = k / 32;
   for (int64_t g = g0; g < g1; ++g)
     for (int64_t b = 0; b < nb; ++b) {
@@ -107,9 +117,7 @@ bool gguf_row_from_pack(WKind kind, const uint8_t* pack, int64_t k, int64_t row,
   }
   if (q4_packable(kind) || q5_packable(kind)) {
     const Q4PackAt at = q4pack_at(kind);
-    const int bytes = kind == kQ4_0 ? kQ4_0Bytes : kind == kQ4_1 ? kQ4_1Bytes : kind == kQ5_0 ? kQ5_0Bytes : kQ5_1Bytes;
-    const bool has_min = kind == kQ4_1 || kind == kQ5_1;
-    const int qh_off = has_min ? 4 : 2, qs_off = bytes - 16;
+    const auto [bytes, qh_off, qs_off, has_min] = legacy_block(kind);
     const int64_t nb = k / 32;
     for (int64_t b = 0; b < nb; ++b) {
       const uint8_t* o = pack + size_t(g * nb + b) * at.bytes;
