@@ -145,7 +145,7 @@ static void kq2_rows(const Job& j, const int32_t* pairs, int64_t n) {
 #pragma GCC unroll 2
         for (int hh = 0; hh < H; ++hh) {
           const int half = hh;
-          q[hh] = kq2_quants<K>(s + sub.line + 64 * r + 32 * half, s + sub.qh + 64 * r + 32 * half, sub.high, sub.bit);
+          q[hh] = kq2_quants<K>(s + sub.line + sub.stride * r + 32 * half, s + sub.qh + sub.stride * r + 32 * half, sub.high, sub.bit);
         }
 #pragma GCC unroll 8
         for (int t = 0; t < RT; ++t) {
@@ -254,8 +254,7 @@ static void kq2_q6_row1(const Job& j, const int32_t* pairs, int64_t n) {
 #pragma GCC unroll 1
         for (int rr = 0; rr < 2; ++rr) {
           const int g = 8 * h6 + 2 * e + rr;  // the low nibbles' sub-block; the high ones' is g + 4
-          const uint8_t* ql = s + 1024 * h6 + 512 * e + 256 * rr;
-          const uint8_t* qh = s + 2048 + 512 * h6 + 256 * rr;
+
           const int8_t* xa = xb + 128 * h6 + 32 * e + 16 * rr;
           __m256i sl[2], sh[2], pl[2], ph[2];
 #pragma GCC unroll 2
@@ -270,8 +269,8 @@ static void kq2_q6_row1(const Job& j, const int32_t* pairs, int64_t n) {
             const __m256i xl = bcast_dword(xa + 4 * r), xh = bcast_dword(xa + 64 + 4 * r);
 #pragma GCC unroll 2
             for (int hh = 0; hh < 2; ++hh) {
-              const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql + 64 * r + 32 * hh));
-              const __m256i hb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qh + 64 * r + 32 * hh));
+              const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + q6pack_ql(h6, e, 4 * rr + r) + 32 * hh));
+              const __m256i hb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + q6pack_qh(h6, 4 * rr + r) + 32 * hh));
               // bits 2e, 2e + 1 of the qh byte to bits 4, 5 (low nibbles), bits 4 + 2e, 5 + 2e (high)
               const __m256i lo = _mm256_or_si256(_mm256_and_si256(v, m4),
                                                  _mm256_and_si256(e ? _mm256_slli_epi16(hb, 2) : _mm256_slli_epi16(hb, 4), m30));
@@ -321,7 +320,7 @@ static void kq2_unpack_group(const uint8_t* src, int64_t nb, uint8_t* planes, __
 #pragma GCC unroll 8
         for (int r = 0; r < P; ++r)
           _mm256_store_si256(reinterpret_cast<__m256i*>(planes + (b * 64 + P * g + r) * 64 + 32 * h),
-                             kq2_quants<K>(s + sub.line + 64 * r + 32 * h, s + sub.qh + 64 * r + 32 * h, sub.high, sub.bit));
+                             kq2_quants<K>(s + sub.line + sub.stride * r + 32 * h, s + sub.qh + sub.stride * r + 32 * h, sub.high, sub.bit));
       }
     }
   }

@@ -226,16 +226,18 @@ static void k45_rows(const Job& j, const int32_t* pairs, const int64_t (&ns)[S],
 // Q6_K pack block s: the quants (0..63) of plane (h, e, r), low nibbles (elements 128h + 32e + 4r ..)
 // or high (+ 64), and the int32 scale of sub-block g in each column's lane.
 template <bool Gfni = false>
-static inline __m512i k6_quants(const uint8_t* s, int h, int e, int r, bool high) {
+static inline __m512i k6_plane(__m512i v, __m512i qh, int e, bool high) {  // v: the ql line, qh: its qh line
   const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
-  const __m512i v = _mm512_loadu_si512(s + 1024 * h + 512 * e + 64 * r);
-  const __m512i qh = _mm512_loadu_si512(s + 2048 + 512 * h + 64 * r);
   if constexpr (Gfni) {  // the nibble where m4 is set, the qh pair (low: pair e, high: 2 + e) elsewhere
     const __m512i pair = gf2_affine(qh, &kQhPairTo45[high ? 2 + e : e]);
     return _mm512_ternarylogic_epi32(high ? _mm512_srli_epi16(v, 4) : v, pair, m4, 0xE4);
   }
   if (!high) return _mm512_or_si512(_mm512_and_si512(v, m4), _mm512_and_si512(_mm512_slli_epi16(qh, 4 - 2 * e), m30));
   return _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(v, 4), m4), _mm512_and_si512(e ? _mm512_srli_epi16(qh, 2) : qh, m30));
+}
+template <bool Gfni = false>
+static inline __m512i k6_quants(const uint8_t* s, int h, int e, int r, bool high) {
+  return k6_plane<Gfni>(_mm512_loadu_si512(s + q6pack_ql(h, e, r)), _mm512_loadu_si512(s + q6pack_qh(h, r)), e, high);
 }
 static inline __m512i k6_scale(const uint8_t* s, int g) {  // word g % 2 of pair g / 2, sign-extended
   const __m512i w = _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + 3072 + 32 * (g / 2))));
@@ -244,6 +246,11 @@ static inline __m512i k6_scale(const uint8_t* s, int g) {  // word g % 2 of pair
 
 // Q6_K: as k45_rows; quants are 4 + 2 bits from two planes, 16-element sub-blocks (two per
 // 8 planes r), signed scales, and the + 32 of the stored quants taken out as 32 * (scales . sums).
+// Each plane r takes the ql lines of e = 0 and 1 with the qh line they share, which the pack stores
+// side by side, so a block is read once and in address order. Before (each e's pass over its ql lines,
+// the qh lines read again by the second), cold 2 threads on the Zen 4 VM, 6-8 alternating process
+// pairs, medians: 8192x2048 T = 1 / 2 / 4 / 8 552 / 587 / 582 / 845 -> 542 / 528 / 575 / 714 us,
+// 2048x8192 495 / 611 / 708 / 1,192 -> 539 / 538 / 658 / 811 (docs/performance.md §8.4).
 // Up to 4 rows keep every accumulator in registers. 8 rows (kWide) share each block's unpack, which
 // at ~9 ops per two vectors costs Q6_K more than its dot products at 4 rows: their float sums stay
 // in y and the low- and high-nibble sub-blocks run one after the other, so the int sums fit the
@@ -277,49 +284,65 @@ static void k6_rows(const Job& j, const int32_t* pairs, const int64_t (&ns)[S], 
 #pragma GCC unroll 2
       for (int h = 0; h < 2; ++h)
 #pragma GCC unroll 2
-        for (int e = 0; e < 2; ++e)
+        for (int rr = 0; rr < 2; ++rr) {  // sub-blocks 8h + 2e + rr (low nibbles) and + 4 (high), e = 0, 1
+          // planes r of both e: their ql lines and the qh line they share, in the pack's order
+          auto lines = [&](int r, __m512i* v, __m512i& qh) {
+            kq_prefetch_next_part<kQ6KPackBlockBytes, 16>(s, 4 * (2 * h + rr) + r % 4);
+            v[0] = _mm512_loadu_si512(s + q6pack_ql(h, 0, r));
+            v[1] = _mm512_loadu_si512(s + q6pack_ql(h, 1, r));
+            qh = _mm512_loadu_si512(s + q6pack_qh(h, r));
+          };
+          auto xq = [&](int t, int e, int r) { return xq0 + t * j.k + b * 256 + 128 * h + 32 * e + 4 * r; };
+          if constexpr (kWide) {
 #pragma GCC unroll 2
-          for (int rr = 0; rr < 2; ++rr) {  // sub-blocks 8h + 2e + rr (low nibbles), + 4 (high)
-            const int gl = 8 * h + 2 * e + rr, gh = gl + 4;
-            kq_prefetch_next_part<kQ6KPackBlockBytes, 8>(s, 4 * h + 2 * e + rr);
-            // sub-block gl's quants (low nibbles) or gh's (high) of plane r
-            auto quants = [&](int r, bool high) { return k6_quants<Gfni>(s, h, e, r, high); };
-            auto xq = [&](int t, int r) { return xq0 + t * j.k + b * 256 + 128 * h + 32 * e + 4 * r; };
-            if constexpr (kWide) {
-#pragma GCC unroll 2
-              for (int half = 0; half < 2; ++half) {
-                __m512i d[RT];
+            for (int half = 0; half < 2; ++half) {
+              __m512i d[2][RT];
 #pragma GCC unroll 16
-                for (int t = 0; t < RT; ++t) d[t] = _mm512_setzero_si512();
-#pragma GCC unroll 4
-                for (int r = 4 * rr; r < 4 * rr + 4; ++r) {
-                  const __m512i q = quants(r, half);
-#pragma GCC unroll 16
-                  for (int t = 0; t < RT; ++t) d[t] = dpbusd_bcast(d[t], q, xq(t, r) + 64 * half);
-                }
-                const __m512i sc = k6_scale(s, half ? gh : gl);
-#pragma GCC unroll 16
-                for (int t = 0; t < RT; ++t) iv[t] = _mm512_add_epi32(iv[t], _mm512_mullo_epi32(d[t], sc));
-              }
-            } else {
-              __m512i dl[RT], dh[RT];
-#pragma GCC unroll 16
-              for (int t = 0; t < RT; ++t) dl[t] = dh[t] = _mm512_setzero_si512();
+              for (int t = 0; t < RT; ++t) d[0][t] = d[1][t] = _mm512_setzero_si512();
 #pragma GCC unroll 4
               for (int r = 4 * rr; r < 4 * rr + 4; ++r) {
-                const __m512i lo = quants(r, false), hi = quants(r, true);
+                __m512i v[2], qh;
+                lines(r, v, qh);
+#pragma GCC unroll 2
+                for (int e = 0; e < 2; ++e) {
+                  const __m512i q = k6_plane<Gfni>(v[e], qh, e, half);
 #pragma GCC unroll 16
-                for (int t = 0; t < RT; ++t) {
-                  dl[t] = dpbusd_bcast(dl[t], lo, xq(t, r));
-                  dh[t] = dpbusd_bcast(dh[t], hi, xq(t, r) + 64);
+                  for (int t = 0; t < RT; ++t) d[e][t] = dpbusd_bcast(d[e][t], q, xq(t, e, r) + 64 * half);
                 }
               }
-              const __m512i sl = k6_scale(s, gl), sh = k6_scale(s, gh);
+              const __m512i s0 = k6_scale(s, 8 * h + rr + 4 * half), s1 = k6_scale(s, 8 * h + 2 + rr + 4 * half);
 #pragma GCC unroll 16
               for (int t = 0; t < RT; ++t)
-                iv[t] = _mm512_add_epi32(iv[t], _mm512_add_epi32(_mm512_mullo_epi32(dl[t], sl), _mm512_mullo_epi32(dh[t], sh)));
+                iv[t] = _mm512_add_epi32(iv[t], _mm512_add_epi32(_mm512_mullo_epi32(d[0][t], s0), _mm512_mullo_epi32(d[1][t], s1)));
+            }
+          } else {
+            __m512i dl[2][RT], dh[2][RT];
+#pragma GCC unroll 16
+            for (int t = 0; t < RT; ++t) dl[0][t] = dh[0][t] = dl[1][t] = dh[1][t] = _mm512_setzero_si512();
+#pragma GCC unroll 4
+            for (int r = 4 * rr; r < 4 * rr + 4; ++r) {
+              __m512i v[2], qh;
+              lines(r, v, qh);
+#pragma GCC unroll 2
+              for (int e = 0; e < 2; ++e) {
+                const __m512i lo = k6_plane<Gfni>(v[e], qh, e, false), hi = k6_plane<Gfni>(v[e], qh, e, true);
+#pragma GCC unroll 16
+                for (int t = 0; t < RT; ++t) {
+                  dl[e][t] = dpbusd_bcast(dl[e][t], lo, xq(t, e, r));
+                  dh[e][t] = dpbusd_bcast(dh[e][t], hi, xq(t, e, r) + 64);
+                }
+              }
+            }
+#pragma GCC unroll 2
+            for (int e = 0; e < 2; ++e) {
+              const int gl = 8 * h + 2 * e + rr;
+              const __m512i sl = k6_scale(s, gl), sh = k6_scale(s, gl + 4);
+#pragma GCC unroll 16
+              for (int t = 0; t < RT; ++t)
+                iv[t] = _mm512_add_epi32(iv[t], _mm512_add_epi32(_mm512_mullo_epi32(dl[e][t], sl), _mm512_mullo_epi32(dh[e][t], sh)));
             }
           }
+        }
       kq_add_block_terms<kQ6_K, RT, kWide>(j, KqBlockTerm<kQ6_K>(s), pairs, b, n, r0, iv, acc);
     }
   }

@@ -65,8 +65,8 @@ static void q6k_pack(const uint8_t* w, size_t wrow, int64_t k, int64_t g0, int64
         const uint8_t* blk = w + size_t(16 * g + i) * wrow + size_t(b) * kQ6_KBytes;
         for (int h = 0; h < 2; ++h)
           for (int r = 0; r < 8; ++r) {
-            for (int e = 0; e < 2; ++e) std::memcpy(o + 1024 * h + 512 * e + 64 * r + 4 * i, blk + 64 * h + 32 * e + 4 * r, 4);
-            std::memcpy(o + 2048 + 512 * h + 64 * r + 4 * i, blk + 128 + 32 * h + 4 * r, 4);
+            for (int e = 0; e < 2; ++e) std::memcpy(o + q6pack_ql(h, e, r) + 4 * i, blk + 64 * h + 32 * e + 4 * r, 4);
+            std::memcpy(o + q6pack_qh(h, r) + 4 * i, blk + 128 + 32 * h + 4 * r, 4);
           }
         for (int p = 0; p < 8; ++p) std::memcpy(o + 3072 + 32 * p + 2 * i, blk + 192 + 2 * p, 2);
         std::memcpy(o + 3328 + 2 * i, blk + 208, 2);
@@ -143,8 +143,8 @@ bool gguf_row_from_pack(WKind kind, const uint8_t* pack, int64_t k, int64_t row,
       uint8_t* blk = out + size_t(b) * kQ6_KBytes;
       for (int h = 0; h < 2; ++h)
         for (int r = 0; r < 8; ++r) {
-          for (int e = 0; e < 2; ++e) std::memcpy(blk + 64 * h + 32 * e + 4 * r, o + 1024 * h + 512 * e + 64 * r + 4 * c, 4);
-          std::memcpy(blk + 128 + 32 * h + 4 * r, o + 2048 + 512 * h + 64 * r + 4 * c, 4);
+          for (int e = 0; e < 2; ++e) std::memcpy(blk + 64 * h + 32 * e + 4 * r, o + q6pack_ql(h, e, r) + 4 * c, 4);
+          std::memcpy(blk + 128 + 32 * h + 4 * r, o + q6pack_qh(h, r) + 4 * c, 4);
         }
       for (int p = 0; p < 8; ++p) std::memcpy(blk + 192 + 2 * p, o + 3072 + 32 * p + 2 * c, 2);
       std::memcpy(blk + 208, o + 3328 + 2 * c, 2);

@@ -40,10 +40,13 @@
 //   a byte: fifth bit of the low nibble of plane (c, r); bit 2c + 1: of the high nibble);
 //   then scales, mins, d, dmin as Q4_K's, 512 bytes later.
 // Q6_K, kQ6KPackBlockBytes (exactly the GGUF bytes):
-//   [0, 2048)     for h = 0..1, e = 0..1, r = 0..7, row i: ql bytes 64h + 32e + 4r .. + 3 of row i
-//                 (low nibbles: elements 128h + 32e + 4r .., high: 128h + 64 + 32e + 4r ..)
-//   [2048, 3072)  for h, r = 0..7, row i: qh bytes 32h + 4r .. + 3 (bits 2e..: of the low nibble of
-//                 plane (h, e, r); bits 4 + 2e..: of its high nibble)
+//   [0, 3072)     for h = 0..1, r = 0..7, three lines at 1536h + 192r (q6pack_ql, q6pack_qh):
+//                   ql of e = 0 and e = 1: for row i, ql bytes 64h + 32e + 4r .. + 3 of row i (low
+//                   nibbles: elements 128h + 32e + 4r .., high: 128h + 64 + 32e + 4r ..), then
+//                   qh: for row i, qh bytes 32h + 4r .. + 3 (bits 2e..: of the low nibble of plane
+//                   (h, e, r); bits 4 + 2e..: of its high nibble)
+//                 so the one-row kernels, which need a plane's two ql lines with their qh line, read
+//                 the block in address order
 //   [3072, 3328)  scales: for p = 0..7, row i: scales 2p, 2p + 1 of row i (int8 pairs)
 //   [3328, 3360)  d of the 16 rows (f16[16])
 #pragma once
@@ -69,26 +72,31 @@ constexpr KPackAt kpack_at(WKind k) {
 }
 inline bool kpackable(WKind k) { return k == kQ4_K || k == kQ5_K || k == kQ6_K; }
 
+// Q6_K pack block offsets: plane r (0..7) of the low 128 elements' half h, ql of e = 0 / 1 and the qh line
+// they share, in the order the one-row kernels read them (layout above).
+constexpr int q6pack_ql(int h, int e, int r) { return 1536 * h + 192 * r + 64 * e; }
+constexpr int q6pack_qh(int h, int r) { return 1536 * h + 192 * r + 128; }
+
 // Sub-blocks of a K-quant pack block (Q6_K: 16 of 16 elements, else 8 of 32), 64 / that many planes each.
 constexpr int kpack_sub_blocks(WKind k) { return k == kQ6_K ? 16 : 8; }
 
-// Where sub-block g of a K-quant pack block is, for kernels that take it a sub-block at a time. Q4_K /
-// Q5_K: g = 2c + high, plane r (of 8) at 512c + 64r, elements 64c + 32 high + 4r; Q5_K's fifth bit is bit
-// g of the qh line at qh + 64r. Q6_K: g = 8h + 2e + rr + 4 high, plane r (of 4) at 1024h + 512e + 256rr
-// + 64r, elements 128h + 32e + 16rr + 4r + 64 high, its qh line at 2048 + 512h + 256rr + 64r, bits 2e + 4
-// high and the next one.
+// Where sub-block g of a K-quant pack block is, for kernels that take it a sub-block at a time: its
+// plane r at line + stride * r, the qh line of that plane at qh + stride * r. Q4_K / Q5_K: g = 2c +
+// high, plane r (of 8) at 512c + 64r, elements 64c + 32 high + 4r; Q5_K's fifth bit is bit g of the qh
+// line. Q6_K: g = 8h + 2e + rr + 4 high, plane r (of 4) is plane 4rr + r of (h, e) (q6pack_ql), elements
+// 128h + 32e + 16rr + 4r + 64 high, bits 2e + 4 high and the next one of its qh line.
 struct KPackSub {
-  int line, act, qh, bit;
+  int line, act, qh, bit, stride;
   bool high;
 };
 constexpr KPackSub kpack_sub(WKind k, int g) {
   if (k == kQ6_K) {
     const int h6 = g / 8, e = (g / 2) % 2, rr = g % 2;
     const bool high = (g / 4) % 2;
-    return {1024 * h6 + 512 * e + 256 * rr, 128 * h6 + 32 * e + 16 * rr + (high ? 64 : 0), 2048 + 512 * h6 + 256 * rr,
-            2 * e + (high ? 4 : 0), high};
+    return {q6pack_ql(h6, e, 4 * rr), 128 * h6 + 32 * e + 16 * rr + (high ? 64 : 0), q6pack_qh(h6, 4 * rr),
+            2 * e + (high ? 4 : 0), q6pack_ql(0, 0, 1), high};
   }
-  return {512 * (g / 2), 64 * (g / 2) + 32 * (g % 2), k == kQ5_K ? kpack_at(k).qh : 0, g, g % 2 == 1};
+  return {512 * (g / 2), 64 * (g / 2) + 32 * (g % 2), k == kQ5_K ? kpack_at(k).qh : 0, g, 64, g % 2 == 1};
 }
 
 inline bool q4_packable(WKind k) { return k == kQ4_0 || k == kQ4_1; }
