@@ -286,8 +286,8 @@ static void k6_rows(const Job& j, const int32_t* pairs, const int64_t (&ns)[S], 
 #pragma GCC unroll 2
         for (int rr = 0; rr < 2; ++rr) {  // sub-blocks 8h + 2e + rr (low nibbles) and + 4 (high), e = 0, 1
           // planes r of both e: their ql lines and the qh line they share, in the pack's order
-          auto lines = [&](int r, __m512i* v, __m512i& qh) {
-            kq_prefetch_next_part<kQ6KPackBlockBytes, 16>(s, 4 * (2 * h + rr) + r % 4);
+          auto lines = [&](int r, __m512i* v, __m512i& qh, bool request = true) {
+            if (request) kq_prefetch_next_part<kQ6KPackBlockBytes, 16>(s, 4 * (2 * h + rr) + r % 4);
             v[0] = _mm512_loadu_si512(s + q6pack_ql(h, 0, r));
             v[1] = _mm512_loadu_si512(s + q6pack_ql(h, 1, r));
             qh = _mm512_loadu_si512(s + q6pack_qh(h, r));
@@ -302,7 +302,7 @@ static void k6_rows(const Job& j, const int32_t* pairs, const int64_t (&ns)[S], 
 #pragma GCC unroll 4
               for (int r = 4 * rr; r < 4 * rr + 4; ++r) {
                 __m512i v[2], qh;
-                lines(r, v, qh);
+                lines(r, v, qh, half == 0);  // the second half's lines come from L1
 #pragma GCC unroll 2
                 for (int e = 0; e < 2; ++e) {
                   const __m512i q = k6_plane<Gfni>(v[e], qh, e, half);
