@@ -145,7 +145,7 @@ static void kq2_rows(const Job& j, const int32_t* pairs, int64_t n) {
 #pragma GCC unroll 2
         for (int hh = 0; hh < H; ++hh) {
           const int half = hh;
-          q[hh] = kq2_quants<K>(s + sub.line + sub.stride * r + 32 * half, s + sub.qh + sub.stride * r + 32 * half, sub.high, sub.bit);
+          q[hh] = kq2_quants<K>(s + sub.line + sub.stride * r + 32 * half, s + sub.qh + sub.qh_stride * r + 32 * half, sub.high, sub.bit);
         }
 #pragma GCC unroll 8
         for (int t = 0; t < RT; ++t) {
@@ -204,10 +204,10 @@ static void kq2_q45_row1(const Job& j, const int32_t* pairs, int64_t n) {
         const __m256i xl = bcast_dword(xb + 64 * c + 4 * r), xh = bcast_dword(xb + 64 * c + 32 + 4 * r);
 #pragma GCC unroll 2
         for (int hh = 0; hh < 2; ++hh) {
-          const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + 512 * c + 64 * r + 32 * hh));
+          const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + kpack_ql(K, c, r) + 32 * hh));
           __m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
           if constexpr (K == kQ5_K) {  // bits 2c (low nibbles) and 2c + 1 (high) of the qh byte, to bit 4
-            const __m256i hb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + at.qh + 64 * r + 32 * hh));
+            const __m256i hb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + kpack_qh(r) + 32 * hh));
             lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2 * c), one), 4));
             hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2 * c + 1), one), 4));
           }
@@ -320,7 +320,7 @@ static void kq2_unpack_group(const uint8_t* src, int64_t nb, uint8_t* planes, __
 #pragma GCC unroll 8
         for (int r = 0; r < P; ++r)
           _mm256_store_si256(reinterpret_cast<__m256i*>(planes + (b * 64 + P * g + r) * 64 + 32 * h),
-                             kq2_quants<K>(s + sub.line + sub.stride * r + 32 * h, s + sub.qh + sub.stride * r + 32 * h, sub.high, sub.bit));
+                             kq2_quants<K>(s + sub.line + sub.stride * r + 32 * h, s + sub.qh + sub.qh_stride * r + 32 * h, sub.high, sub.bit));
       }
     }
   }

@@ -152,15 +152,15 @@ static void k45_rows(const Job& j, const int32_t* pairs, const int64_t (&ns)[S],
   // nibbles stay in place (16 x their value), their dots shifted down once per c, exactly (8 dots of 4
   // products stay far inside int32): one vector op less per line.
   auto quants = [&](const uint8_t* s, int c, int r, bool high) {
-    const __m512i v = _mm512_loadu_si512(s + 512 * c + 64 * r);
+    const __m512i v = _mm512_loadu_si512(s + kpack_ql(K, c, r));
     if constexpr (K == kQ5_K && Gfni) {  // the nibble where m4 is set, fifth bit 2c + high at bit 4, else 0
-      const __m512i fifth = gf2_affine(_mm512_loadu_si512(s + at.qh + 64 * r), &kBitTo4[2 * c + high]);
+      const __m512i fifth = gf2_affine(_mm512_loadu_si512(s + kpack_qh(r)), &kBitTo4[2 * c + high]);
       return _mm512_ternarylogic_epi32(high ? _mm512_srli_epi16(v, 4) : v, fifth, m4, 0xE4);
     }
     __m512i q = !high ? _mm512_and_si512(v, m4)
                       : K == kQ5_K ? _mm512_and_si512(_mm512_srli_epi16(v, 4), m4) : _mm512_andnot_si512(m4, v);
     if constexpr (K == kQ5_K)  // fifth bits 2c, 2c + 1 of the qh plane, to bit 4 (per byte)
-      q = _mm512_or_si512(q, k5_fifth_bits(_mm512_loadu_si512(s + at.qh + 64 * r), 2 * c + high));
+      q = _mm512_or_si512(q, k5_fifth_bits(_mm512_loadu_si512(s + kpack_qh(r)), 2 * c + high));
     return q;
   };
   for (int64_t b = 0; b < nb; ++b) {
@@ -387,10 +387,10 @@ static void kq_unpack_group(const uint8_t* src, int64_t nb, uint8_t* planes, __m
       for (int c = 0; c < 4; ++c)
 #pragma GCC unroll 8
         for (int r = 0; r < 8; ++r) {  // low nibbles: elements 64c + 4r, high: + 32
-          const __m512i v = _mm512_loadu_si512(s + 512 * c + 64 * r);
+          const __m512i v = _mm512_loadu_si512(s + kpack_ql(K, c, r));
           __m512i lo = _mm512_and_si512(v, m4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
           if constexpr (K == kQ5_K) {  // fifth bits 2c, 2c + 1 of the qh plane, to bit 4
-            const __m512i h = _mm512_loadu_si512(s + at.qh + 64 * r);
+            const __m512i h = _mm512_loadu_si512(s + kpack_qh(r));
             lo = _mm512_or_si512(lo, k5_fifth_bits(h, 2 * c));
             hi = _mm512_or_si512(hi, k5_fifth_bits(h, 2 * c + 1));
           }

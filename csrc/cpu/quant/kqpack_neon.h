@@ -82,8 +82,9 @@ static void kqn_rows(const Job& j, const int32_t* pairs, int64_t n, int q0, int6
         for (int t = 0; t < RT; ++t) xv[t] = vld1q_s8(xb + t * j.k + sub.act + 4 * r4);
 #define EYAS_KQN_PLANE(L)                                                                                          \
   for (int q = 0; q < Q; ++q) {                                                                                  \
-    const int off = sub.stride * (r4 + L) + 16 * (q0 + q);                                                       \
-    const int8x16_t w = kqn_quants<K>(s + sub.line + off, s + sub.qh + off, sub.high, sub.bit);                  \
+    const int off = 16 * (q0 + q);                                                                               \
+    const int8x16_t w = kqn_quants<K>(s + sub.line + sub.stride * (r4 + L) + off, s + sub.qh + sub.qh_stride * (r4 + L) + off, \
+                                      sub.high, sub.bit);                                                         \
     for (int t = 0; t < RT; ++t) d[t][q] = vdotq_laneq_s32(d[t][q], w, xv[t], L);                               \
   }
         EYAS_KQN_PLANE(0)

@@ -44,10 +44,10 @@ static inline void kqt_unpack45(const uint8_t* s, uint8_t* out) {
     uint8_t* th = tl + 1024;
 #pragma GCC unroll 8
     for (int r = 0; r < 8; ++r) {
-      const __m512i v = _mm512_loadu_si512(s + 512 * c + 64 * r);
+      const __m512i v = _mm512_loadu_si512(s + kpack_ql(K, c, r));
       __m512i lo = _mm512_and_si512(v, m4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
       if constexpr (K == kQ5_K) {
-        const __m512i h = _mm512_loadu_si512(s + at.qh + 64 * r);
+        const __m512i h = _mm512_loadu_si512(s + kpack_qh(r));
         lo = _mm512_or_si512(lo, k5_fifth_bits(h, 2 * c));
         hi = _mm512_or_si512(hi, k5_fifth_bits(h, 2 * c + 1));
       }

@@ -85,9 +85,9 @@ void kq_pack(WKind kind, const uint8_t* w, size_t wrow, int64_t k, int64_t g0, i
       for (int i = 0; i < 16; ++i) {
         const uint8_t* blk = w + size_t(16 * g + i) * wrow + size_t(b) * bytes;
         for (int c = 0; c < 4; ++c)
-          for (int r = 0; r < 8; ++r) std::memcpy(o + 512 * c + 64 * r + 4 * i, blk + qs_off + 32 * c + 4 * r, 4);
+          for (int r = 0; r < 8; ++r) std::memcpy(o + kpack_ql(kind, c, r) + 4 * i, blk + qs_off + 32 * c + 4 * r, 4);
         if (kind == kQ5_K)
-          for (int r = 0; r < 8; ++r) std::memcpy(o + at.qh + 64 * r + 4 * i, blk + 16 + 4 * r, 4);
+          for (int r = 0; r < 8; ++r) std::memcpy(o + kpack_qh(r) + 4 * i, blk + 16 + 4 * r, 4);
         uint8_t sc[8], mn[8];
         kquant_scales(blk + 4, sc, mn);
         for (int j = 0; j < 8; ++j) o[at.sc + 16 * j + i] = sc[j];

@@ -35,9 +35,12 @@
 //   [2176, 2304)  mins: for p = 0..3, row i: mins 2p, 2p + 1 of row i (u8 pairs: one dword of words
 //                 per row once widened)
 //   [2304, 2336)  d of the 16 rows (f16[16]);  [2336, 2368)  dmin of the 16 rows (f16[16])
-// Q5_K: the same with the fifth bits after the nibbles, kQ5KPackBlockBytes (45 x 64, 1.023x):
-//   [0, 2048) as Q4_K;  [2048, 2560)  for r = 0..7, row i: qh bytes 4r .. + 3 of row i (bit 2c of
-//   a byte: fifth bit of the low nibble of plane (c, r); bit 2c + 1: of the high nibble);
+// Q5_K, kQ5KPackBlockBytes (45 x 64, 1.023x): the same planes and tails, but the fifth bits sit beside the
+//   first pair's planes, in the order the row passes read them (kpack_ql, kpack_qh):
+//   [0, 1024)     for r = 0..7: plane r of pair 0 at 128r, then at 128r + 64, for row i: qh bytes 4r .. + 3
+//                 of row i (bit 2c of a byte: the fifth bit of the low nibble of plane (c, r); bit 2c + 1:
+//                 of the high nibble)
+//   [1024, 2560)  pairs c = 1..3 as Q4_K's, at 512 + 512c + 64r
 //   then scales, mins, d, dmin as Q4_K's, 512 bytes later.
 // Q6_K, kQ6KPackBlockBytes (exactly the GGUF bytes):
 //   [0, 3072)     for h = 0..1, r = 0..7, three lines at 1536h + 192r (q6pack_ql, q6pack_qh):
@@ -64,12 +67,14 @@ constexpr int kQ6KPackBlockBytes = 3360;
 
 // Offsets inside a Q4_K / Q5_K pack block (layout above).
 struct KPackAt {
-  int qh, sc, mn, d, dmin, bytes;
+  int sc, mn, d, dmin, bytes;
 };
 constexpr KPackAt kpack_at(WKind k) {
-  return k == kQ5_K ? KPackAt{2048, 2560, 2688, 2816, 2848, kQ5KPackBlockBytes}
-                    : KPackAt{-1, 2048, 2176, 2304, 2336, kQ4KPackBlockBytes};
+  return k == kQ5_K ? KPackAt{2560, 2688, 2816, 2848, kQ5KPackBlockBytes} : KPackAt{2048, 2176, 2304, 2336, kQ4KPackBlockBytes};
 }
+// Plane r (0..7) of sub-block pair c (0..3) of a Q4_K / Q5_K pack block, and Q5_K's qh line r.
+constexpr int kpack_ql(WKind k, int c, int r) { return k != kQ5_K ? 512 * c + 64 * r : c == 0 ? 128 * r : 512 + 512 * c + 64 * r; }
+constexpr int kpack_qh(int r) { return 128 * r + 64; }
 inline bool kpackable(WKind k) { return k == kQ4_K || k == kQ5_K || k == kQ6_K; }
 
 // Q6_K pack block offsets: plane r (0..7) of the low 128 elements' half h, ql of e = 0 / 1 and the qh line
@@ -81,22 +86,25 @@ constexpr int q6pack_qh(int h, int r) { return 1536 * h + 192 * r + 128; }
 constexpr int kpack_sub_blocks(WKind k) { return k == kQ6_K ? 16 : 8; }
 
 // Where sub-block g of a K-quant pack block is, for kernels that take it a sub-block at a time: its
-// plane r at line + stride * r, the qh line of that plane at qh + stride * r. Q4_K / Q5_K: g = 2c +
-// high, plane r (of 8) at 512c + 64r, elements 64c + 32 high + 4r; Q5_K's fifth bit is bit g of the qh
-// line. Q6_K: g = 8h + 2e + rr + 4 high, plane r (of 4) is plane 4rr + r of (h, e) (q6pack_ql), elements
-// 128h + 32e + 16rr + 4r + 64 high, bits 2e + 4 high and the next one of its qh line.
+// plane r at line + stride * r, the qh line of that plane at qh + qh_stride * r. Q4_K / Q5_K: g = 2c +
+// high, plane r (of 8) at kpack_ql(c, r), elements 64c + 32 high + 4r; Q5_K's fifth bit is bit g of
+// kpack_qh(r). Q6_K: g = 8h + 2e + rr + 4 high, plane r (of 4) is plane 4rr + r of (h, e) (q6pack_ql),
+// elements 128h + 32e + 16rr + 4r + 64 high, bits 2e + 4 high and the next one of its qh line.
 struct KPackSub {
-  int line, act, qh, bit, stride;
+  int line, act, qh, bit, stride, qh_stride;
   bool high;
 };
 constexpr KPackSub kpack_sub(WKind k, int g) {
   if (k == kQ6_K) {
     const int h6 = g / 8, e = (g / 2) % 2, rr = g % 2;
     const bool high = (g / 4) % 2;
+    const int stride = q6pack_ql(0, 0, 1);
     return {q6pack_ql(h6, e, 4 * rr), 128 * h6 + 32 * e + 16 * rr + (high ? 64 : 0), q6pack_qh(h6, 4 * rr),
-            2 * e + (high ? 4 : 0), q6pack_ql(0, 0, 1), high};
+            2 * e + (high ? 4 : 0), stride, stride, high};
   }
-  return {512 * (g / 2), 64 * (g / 2) + 32 * (g % 2), k == kQ5_K ? kpack_at(k).qh : 0, g, 64, g % 2 == 1};
+  const int c = g / 2;
+  return {kpack_ql(k, c, 0), 64 * c + 32 * (g % 2), k == kQ5_K ? kpack_qh(0) : 0, g, kpack_ql(k, c, 1) - kpack_ql(k, c, 0),
+          kpack_qh(1) - kpack_qh(0), g % 2 == 1};
 }
 
 inline bool q4_packable(WKind k) { return k == kQ4_0 || k == kQ4_1; }
