@@ -26,22 +26,23 @@
 //               vpdpbusd takes them as its unsigned operand; the kernel subtracts 128 * sum(x_q)
 //   [512, 544)  d of the 16 rows (f16[16])
 //
-// Q4_K (read by the AVX-512 VNNI path at every T, kqpack_avx512.h), kQ4KPackBlockBytes per 16 rows and 256-block,
-// no padding (37 x 64 bytes, 1.028x the GGUF bytes):
-//   [0, 2048)     for c = 0..3, r = 0..7, row i = 0..15: qs bytes 32c + 4r .. + 3 of row i, so the
-//                 low nibbles of the 64 bytes at 512c + 64r are elements 64c + 4r .. + 3 of the 16
-//                 rows (sub-block 2c), the high nibbles elements 64c + 32 + 4r .. (sub-block 2c + 1)
-//   [2048, 2176)  six-bit scales: for j = 0..7, row i: scale j of row i (u8)
-//   [2176, 2304)  mins: for p = 0..3, row i: mins 2p, 2p + 1 of row i (u8 pairs: one dword of words
+// Q4_K (read by every table's K-quant passes, kqpack_*.h), kQ4KPackBlockBytes per 16 rows and 256-block,
+// no padding (37 x 64 bytes, 1.028x the GGUF bytes); the per-row terms first, read at each sub-block pair:
+//   [0, 128)      six-bit scales: for j = 0..7, row i: scale j of row i (u8)
+//   [128, 256)    mins: for p = 0..3, row i: mins 2p, 2p + 1 of row i (u8 pairs: one dword of words
 //                 per row once widened)
-//   [2304, 2336)  d of the 16 rows (f16[16]);  [2336, 2368)  dmin of the 16 rows (f16[16])
-// Q5_K, kQ5KPackBlockBytes (45 x 64, 1.023x): the same planes and tails, but the fifth bits sit beside the
-//   first pair's planes, in the order the row passes read them (kpack_ql, kpack_qh):
+//   [256, 288)    d of the 16 rows (f16[16]);  [288, 320)  dmin of the 16 rows (f16[16])
+//   [320, 2368)   for c = 0..3, r = 0..7, row i = 0..15: qs bytes 32c + 4r .. + 3 of row i, so the
+//                 low nibbles of the 64 bytes at 320 + 512c + 64r (kpack_ql) are elements 64c + 4r .. + 3
+//                 of the 16 rows (sub-block 2c), the high nibbles elements 64c + 32 + 4r .. (sub-block 2c + 1)
+// Q5_K, kQ5KPackBlockBytes (45 x 64, 1.023x): Q4_K's planes with the fifth bits beside the first pair's
+//   planes, in the order the row passes read them (kpack_ql, kpack_qh), and the per-row terms last (first,
+//   as Q4_K's, measured 2-10 % slower on its passes of 2-8 rows; docs/performance.md §8.4):
 //   [0, 1024)     for r = 0..7: plane r of pair 0 at 128r, then at 128r + 64, for row i: qh bytes 4r .. + 3
 //                 of row i (bit 2c of a byte: the fifth bit of the low nibble of plane (c, r); bit 2c + 1:
 //                 of the high nibble)
-//   [1024, 2560)  pairs c = 1..3 as Q4_K's, at 512 + 512c + 64r
-//   then scales, mins, d, dmin as Q4_K's, 512 bytes later.
+//   [1024, 2560)  pairs c = 1..3 as Q4_K's planes, at 512 + 512c + 64r
+//   [2560, 2880)  scales, mins, d, dmin as Q4_K's [0, 320)
 // Q6_K, kQ6KPackBlockBytes (exactly the GGUF bytes):
 //   [0, 3072)     for h = 0..1, r = 0..7, three lines at 1536h + 192r (q6pack_ql, q6pack_qh):
 //                   ql of e = 0 and e = 1: for row i, ql bytes 64h + 32e + 4r .. + 3 of row i (low
@@ -70,10 +71,10 @@ struct KPackAt {
   int sc, mn, d, dmin, bytes;
 };
 constexpr KPackAt kpack_at(WKind k) {
-  return k == kQ5_K ? KPackAt{2560, 2688, 2816, 2848, kQ5KPackBlockBytes} : KPackAt{2048, 2176, 2304, 2336, kQ4KPackBlockBytes};
+  return k == kQ5_K ? KPackAt{2560, 2688, 2816, 2848, kQ5KPackBlockBytes} : KPackAt{0, 128, 256, 288, kQ4KPackBlockBytes};
 }
 // Plane r (0..7) of sub-block pair c (0..3) of a Q4_K / Q5_K pack block, and Q5_K's qh line r.
-constexpr int kpack_ql(WKind k, int c, int r) { return k != kQ5_K ? 512 * c + 64 * r : c == 0 ? 128 * r : 512 + 512 * c + 64 * r; }
+constexpr int kpack_ql(WKind k, int c, int r) { return k != kQ5_K ? 320 + 512 * c + 64 * r : c == 0 ? 128 * r : 512 + 512 * c + 64 * r; }
 constexpr int kpack_qh(int r) { return 128 * r + 64; }
 inline bool kpackable(WKind k) { return k == kQ4_K || k == kQ5_K || k == kQ6_K; }
 
