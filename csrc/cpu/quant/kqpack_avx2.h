@@ -53,7 +53,7 @@ constexpr int kq2_widen() { return K == kQ4_K ? 8 : K == kQ5_K ? 4 : 2; }
 // Sub-block g's scale words (as kq2_scale_words) for half `half` of pack block s.
 template <WKind K>
 static inline __m256i kq2_sub_scale(const uint8_t* s, int g, int half) {
-  if constexpr (K == kQ6_K) return kq2_q6_scale_words(s + 3072 + 32 * (g / 2) + 16 * half, g);
+  if constexpr (K == kQ6_K) return kq2_q6_scale_words(s + kQ6PackScales + 32 * (g / 2) + 16 * half, g);
   else return kq2_scale_words(s + kpack_at(K).sc + 16 * g + 8 * half);
 }
 
@@ -68,7 +68,7 @@ struct Kq2BlockTerm {
   __m256i mw[4];
   Kq2BlockTerm(const uint8_t* blk, int h) : s(blk), half(h) {
     if constexpr (K == kQ6_K) {
-      dw = dmw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + 3328 + 16 * half)));
+      dw = dmw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + kQ6PackD + 16 * half)));
     } else {
       constexpr KPackAt at = kpack_at(K);
       dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + at.d + 16 * half)));
@@ -83,7 +83,7 @@ struct Kq2BlockTerm {
     __m256i c = _mm256_setzero_si256();
     if constexpr (K == kQ6_K) {
       for (int p = 0; p < 8; ++p)
-        c = _mm256_add_epi32(c, _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + 3072 + 32 * p + 16 * half))),
+        c = _mm256_add_epi32(c, _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + kQ6PackScales + 32 * p + 16 * half))),
                                                   _mm256_set1_epi32(pr[p])));
       const __m256i i = _mm256_sub_epi32(i1, _mm256_slli_epi32(c, 5));
       return _mm256_mul_ps(_mm256_cvtepi32_ps(i), _mm256_mul_ps(dw, dxv));
@@ -259,8 +259,8 @@ static void kq2_q6_row1(const Job& j, const int32_t* pairs, int64_t n) {
           __m256i sl[2], sh[2], pl[2], ph[2];
 #pragma GCC unroll 2
           for (int hh = 0; hh < 2; ++hh) {
-            sl[hh] = kq2_q6_scale_words(s + 3072 + 32 * (g / 2) + 16 * hh, g);
-            sh[hh] = kq2_q6_scale_words(s + 3072 + 32 * ((g + 4) / 2) + 16 * hh, g + 4);
+            sl[hh] = kq2_q6_scale_words(s + kQ6PackScales + 32 * (g / 2) + 16 * hh, g);
+            sh[hh] = kq2_q6_scale_words(s + kQ6PackScales + 32 * ((g + 4) / 2) + 16 * hh, g + 4);
           }
 #pragma GCC unroll 4
           for (int r = 0; r < 4; ++r) {

@@ -49,7 +49,7 @@ struct KqBlockTerm {
   __m512 dw, dmw;
   explicit KqBlockTerm(const uint8_t* blk) : s(blk) {
     if constexpr (K == kQ6_K) {
-      dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + 3328)));
+      dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + kQ6PackD)));
     } else {
       constexpr KPackAt at = kpack_at(K);
 #pragma GCC unroll 4
@@ -65,7 +65,7 @@ struct KqBlockTerm {
       __m512i c = _mm512_setzero_si512();
 #pragma GCC unroll 8
       for (int p = 0; p < 8; ++p)
-        c = _mm512_dpwssd_epi32(c, _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + 3072 + 32 * p))),
+        c = _mm512_dpwssd_epi32(c, _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + kQ6PackScales + 32 * p))),
                                 _mm512_set1_epi32(pr[p]));
       const __m512i i = _mm512_sub_epi32(i1, _mm512_slli_epi32(c, 5));
       return _mm512_mul_ps(_mm512_cvtepi32_ps(i), _mm512_mul_ps(dw, dxv));
@@ -240,7 +240,7 @@ static inline __m512i k6_quants(const uint8_t* s, int h, int e, int r, bool high
   return k6_plane<Gfni>(_mm512_loadu_si512(s + q6pack_ql(h, e, r)), _mm512_loadu_si512(s + q6pack_qh(h, r)), e, high);
 }
 static inline __m512i k6_scale(const uint8_t* s, int g) {  // word g % 2 of pair g / 2, sign-extended
-  const __m512i w = _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + 3072 + 32 * (g / 2))));
+  const __m512i w = _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + kQ6PackScales + 32 * (g / 2))));
   return g % 2 ? _mm512_srai_epi32(w, 16) : _mm512_srai_epi32(_mm512_slli_epi32(w, 16), 16);
 }
 

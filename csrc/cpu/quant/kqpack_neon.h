@@ -26,7 +26,7 @@ static inline int8x16_t kqn_quants(const uint8_t* line, const uint8_t* qh_line, 
 template <WKind K>
 static inline int32x4_t kqn_scales(const uint8_t* s, int g, int q) {
   if constexpr (K == kQ6_K) {  // int8 pairs (scales 2p, 2p + 1 of each row): byte g % 2 of each pair
-    const int8_t* p = reinterpret_cast<const int8_t*>(s + 3072 + 32 * (g / 2) + 8 * q + g % 2);
+    const int8_t* p = reinterpret_cast<const int8_t*>(s + kQ6PackScales + 32 * (g / 2) + 8 * q + g % 2);
     const int32_t v[4] = {p[0], p[2], p[4], p[6]};
     return vld1q_s32(v);
   } else {
@@ -44,7 +44,7 @@ static inline int32x4_t kqn_sum_term(const uint8_t* s, int q, const int32_t* pr)
   int32x4_t c = vdupq_n_s32(0);
   for (int p = 0; p < P; ++p) {
     // words (x_2p, x_2p+1) of each column against the row's pair (S_2p, S_2p+1)
-    const int16x8_t w = K == kQ6_K ? vmovl_s8(vld1_s8(reinterpret_cast<const int8_t*>(s + 3072 + 32 * p + 8 * q)))
+    const int16x8_t w = K == kQ6_K ? vmovl_s8(vld1_s8(reinterpret_cast<const int8_t*>(s + kQ6PackScales + 32 * p + 8 * q)))
                                    : vreinterpretq_s16_u16(vmovl_u8(vld1_u8(s + kpack_at(K).mn + 32 * p + 8 * q)));
     const int16x8_t sp = vreinterpretq_s16_s32(vdupq_n_s32(pr[p]));
     c = vaddq_s32(c, vpaddq_s32(vmull_s16(vget_low_s16(w), vget_low_s16(sp)), vmull_high_s16(w, sp)));
@@ -100,7 +100,7 @@ static void kqn_rows(const Job& j, const int32_t* pairs, int64_t n, int q0, int6
     }
     for (int q = 0; q < Q; ++q) {
       const int qq = q0 + q;
-      const float32x4_t dw = vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(reinterpret_cast<const uint16_t*>(s + (q6 ? 3328 : kpack_at(K).d) + 8 * qq))));
+      const float32x4_t dw = vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(reinterpret_cast<const uint16_t*>(s + (q6 ? kQ6PackD : kpack_at(K).d) + 8 * qq))));
       float32x4_t dmw = dw;
       if constexpr (!q6)
         dmw = vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(reinterpret_cast<const uint16_t*>(s + kpack_at(K).dmin + 8 * qq))));

@@ -114,7 +114,7 @@ static void kqt_pass(const Job& j, const int32_t* pairs, int64_t n, int64_t r0, 
     auto epilogue = [&](int64_t b, int t0, int t1) {
       const uint8_t* s = src + b * block_bytes;
       if constexpr (K == kQ6_K) {
-        const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + 3328)));
+        const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + kQ6PackD)));
         for (int t = t0; t < t1; ++t) {
           const int32_t(*c)[16] = cbuf[b & 1][0][0] + t;
           const __m512i i = _mm512_add_epi32(_mm512_load_si512(c[0]), _mm512_add_epi32(_mm512_slli_epi32(_mm512_load_si512(c[16]), 4),

@@ -68,8 +68,8 @@ static void q6k_pack(const uint8_t* w, size_t wrow, int64_t k, int64_t g0, int64
             for (int e = 0; e < 2; ++e) std::memcpy(o + q6pack_ql(h, e, r) + 4 * i, blk + 64 * h + 32 * e + 4 * r, 4);
             std::memcpy(o + q6pack_qh(h, r) + 4 * i, blk + 128 + 32 * h + 4 * r, 4);
           }
-        for (int p = 0; p < 8; ++p) std::memcpy(o + 3072 + 32 * p + 2 * i, blk + 192 + 2 * p, 2);
-        std::memcpy(o + 3328 + 2 * i, blk + 208, 2);
+        for (int p = 0; p < 8; ++p) std::memcpy(o + kQ6PackScales + 32 * p + 2 * i, blk + 192 + 2 * p, 2);
+        std::memcpy(o + kQ6PackD + 2 * i, blk + 208, 2);
       }
     }
 }
@@ -146,8 +146,8 @@ bool gguf_row_from_pack(WKind kind, const uint8_t* pack, int64_t k, int64_t row,
           for (int e = 0; e < 2; ++e) std::memcpy(blk + 64 * h + 32 * e + 4 * r, o + q6pack_ql(h, e, r) + 4 * c, 4);
           std::memcpy(blk + 128 + 32 * h + 4 * r, o + q6pack_qh(h, r) + 4 * c, 4);
         }
-      for (int p = 0; p < 8; ++p) std::memcpy(blk + 192 + 2 * p, o + 3072 + 32 * p + 2 * c, 2);
-      std::memcpy(blk + 208, o + 3328 + 2 * c, 2);
+      for (int p = 0; p < 8; ++p) std::memcpy(blk + 192 + 2 * p, o + kQ6PackScales + 32 * p + 2 * c, 2);
+      std::memcpy(blk + 208, o + kQ6PackD + 2 * c, 2);
     }
     return true;
   }

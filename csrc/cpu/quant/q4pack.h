@@ -82,6 +82,7 @@ inline bool kpackable(WKind k) { return k == kQ4_K || k == kQ5_K || k == kQ6_K; 
 // they share, in the order the one-row kernels read them (layout above).
 constexpr int q6pack_ql(int h, int e, int r) { return 1536 * h + 192 * r + 64 * e; }
 constexpr int q6pack_qh(int h, int r) { return 1536 * h + 192 * r + 128; }
+constexpr int kQ6PackScales = 3072, kQ6PackD = 3328;  // its scale pairs (8 x 32 bytes) and the 16 rows' d
 
 // Sub-blocks of a K-quant pack block (Q6_K: 16 of 16 elements, else 8 of 32), 64 / that many planes each.
 constexpr int kpack_sub_blocks(WKind k) { return k == kQ6_K ? 16 : 8; }
