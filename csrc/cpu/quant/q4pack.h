@@ -100,7 +100,7 @@ constexpr KPackSub kpack_sub(WKind k, int g) {
   if (k == kQ6_K) {
     const int h6 = g / 8, e = (g / 2) % 2, rr = g % 2;
     const bool high = (g / 4) % 2;
-    const int stride = q6pack_ql(0, 0, 1);
+    const int stride = q6pack_ql(0, 0, 1) - q6pack_ql(0, 0, 0);
     return {q6pack_ql(h6, e, 4 * rr), 128 * h6 + 32 * e + 16 * rr + (high ? 64 : 0), q6pack_qh(h6, 4 * rr),
             2 * e + (high ? 4 : 0), stride, stride, high};
   }
