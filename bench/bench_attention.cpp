@@ -1,11 +1,12 @@
 // Tree attention microbenchmark: T query nodes (a random tree; T=1 is plain decode) over a committed
-// prefix, for SmolLM2-like (9 q / 3 kv heads, D=64) and Qwen3-like (16 q / 8 kv heads, D=128) layers.
+// prefix, for SmolLM2-135M-like (9 q / 3 kv heads, D=64), Qwen3-like (16 q / 8 kv heads, D=128) and
+// SmolLM2-1.7B-like (32 q / 32 kv heads, D=64: no grouping, so a decode step reads the most KV) layers.
 // GB/s counts the K and V rows each query needs once per kv head: sum_i visible(i) * Hkv * D * 8 bytes.
 // EYAS_BENCH_COLD=1 evicts the caches before every call by reading EYAS_BENCH_EVICT_MB (default 192)
 // MiB (a decode step streams ~100 MB of weights between two uses of a layer's KV), as in a model's
 // decode step or small tree verify (T = 1, 2, 3, 4 over a long prefix); EYAS_BENCH_T=1,8 limits the
 // T column (T = 256, a prefill chunk's size, runs only when listed there); EYAS_BENCH_KV=f16 uses a
-// half-precision cache; EYAS_BENCH_LAYER=smollm2 (or qwen3) times that layer only;
+// half-precision cache; EYAS_BENCH_LAYER=smollm2 (or qwen3, 1.7b) times that layer only;
 // EYAS_BENCH_SIMD=avx2 caps the kernels' SIMD level (to time the AVX2 path on an AVX-512 machine).
 #include <chrono>
 #include <cmath>
@@ -102,7 +103,8 @@ int main(int argc, char** argv) {
     const char* name;
     int hq, hkv, d;
   };
-  for (Layer L : {Layer{"smollm2 9/3 D=64", 9, 3, 64}, Layer{"qwen3 16/8 D=128", 16, 8, 128}}) {
+  for (Layer L : {Layer{"smollm2 9/3 D=64", 9, 3, 64}, Layer{"qwen3 16/8 D=128", 16, 8, 128},
+                  Layer{"1.7b 32/32 D=64", 32, 32, 64}}) {
     if (const char* only = std::getenv("EYAS_BENCH_LAYER"); only && *only && std::strncmp(L.name, only, std::strlen(only)) != 0)
       continue;
     const bool cold = bench_env_flag("EYAS_BENCH_COLD");
