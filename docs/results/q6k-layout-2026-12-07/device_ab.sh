@@ -2,7 +2,7 @@
 # The Q6_K and Q5_K pack layouts A/B on a device host (Intel, AMX): the checkout ("new") against it with
 # q4k_scales_first.patch, q5k_layout.patch and layout.patch reversed ("base"), both built here; cold bench_matmul Q6_K and a random-weight
 # Qwen3.5-0.8B Q4_K_M model (model_ab.py), alternating per round. Needs .scaling_carry/
-# (scripts/device/pack_scaling_carry.sh: the gguf wheel and the tokenizer). From the repository root:
+# (scripts/device/pack_scaling_carry.sh: the gguf wheel, pytest's wheels and the tokenizer). From the repository root:
 #   run(carry=[".scaling_carry"], command="bash docs/results/q6k-layout-2026-12-07/device_ab.sh 2>&1 | tee $OUT/log")
 set -uo pipefail
 R=$(dirname "$0")
@@ -23,6 +23,12 @@ wait
 tail -1 $W/new.log $W/base.log
 M=$(ls $W/models/*.gguf)
 say "built"
+# The K-quant parity tests on this CPU first: its AMX tile passes read the reordered packs too, and
+# neither the VM nor CI has AMX.
+python3 -c "import pytest" 2>/dev/null ||
+  python3 -m pip install -q --no-index --find-links "$C/pytest" --target $W/site pytest
+(cd $W/new && PYTHONPATH=$W/new/build/ab/pkg:$W/site python3 -m pytest -q -p no:cacheprovider -rs \
+  tests/test_matmul_kquant.py tests/test_matmul_invariance.py tests/test_matmul_tiles.py) || say "pytest: FAILED"
 for r in $(seq "$ROUNDS"); do
   for v in base new; do
     for thr in 2 16; do
