@@ -373,12 +373,15 @@ static void kq_unpack_group(const uint8_t* src, int64_t nb, uint8_t* planes, __m
       const uint8_t* s = src + b * kQ6KPackBlockBytes;
       kq_prefetch_next<kQ6KPackBlockBytes>(s);
       for (int h = 0; h < 2; ++h)
-        for (int e = 0; e < 2; ++e)
 #pragma GCC unroll 8
-          for (int r = 0; r < 8; ++r) {  // low nibbles: elements 128h + 32e + 4r, high: + 64
-            put(b, 32 * h + 8 * e + r, k6_quants(s, h, e, r, false));
-            put(b, 32 * h + 16 + 8 * e + r, k6_quants(s, h, e, r, true));
+        for (int r = 0; r < 8; ++r) {  // each line once, in the pack's order
+          const __m512i qh = _mm512_loadu_si512(s + q6pack_qh(h, r));
+          for (int e = 0; e < 2; ++e) {  // low nibbles: elements 128h + 32e + 4r, high: + 64
+            const __m512i v = _mm512_loadu_si512(s + q6pack_ql(h, e, r));
+            put(b, 32 * h + 8 * e + r, k6_plane(v, qh, e, false));
+            put(b, 32 * h + 16 + 8 * e + r, k6_plane(v, qh, e, true));
           }
+        }
       for (int g = 0; g < G; ++g) scales[b * G + g] = k6_scale(s, g);
     } else {
       constexpr KPackAt at = kpack_at(K);
