@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The Q6_K and Q5_K pack layouts A/B on a device host (Intel, AMX): the checkout ("new") against it with
-# q4k_scales_first.patch, q5k_layout.patch and layout.patch reversed ("base"), both built here; cold bench_matmul Q6_K and a random-weight
+# all_since_517abf9.patch (this session's kernel changes) reversed ("base"), both built here; cold bench_matmul Q6_K and a random-weight
 # Qwen3.5-0.8B Q4_K_M model (model_ab.py), alternating per round. Needs .scaling_carry/
 # (scripts/device/pack_scaling_carry.sh: the gguf wheel, pytest's wheels and the tokenizer). From the repository root:
 #   run(carry=[".scaling_carry"], command="bash docs/results/q6k-layout-2026-12-07/device_ab.sh 2>&1 | tee $OUT/log")
@@ -14,7 +14,7 @@ mkdir -p $W/new $W/base $W/models
 python3 -m pip install -q --no-index --no-deps --target $W/site "$C"/gguf-*.whl
 tar -cf - --exclude=./build --exclude=./.git --exclude=./.scaling_carry . | tar -xf - -C $W/new
 cp -a $W/new/. $W/base/
-(cd $W/base && for p in q4k_scales_first q5k_layout layout; do patch -R -p1 -s < "$W/new/$R/$p.patch" || exit 1; done) || exit 1
+(cd $W/base && patch -R -p1 -s < "$W/new/$R/all_since_517abf9.patch") || exit 1
 (cd $W/new && EYAS_TARGETS="_core bench_matmul" bash scripts/dev-build ab > $W/new.log 2>&1) &
 (cd $W/base && EYAS_TARGETS="_core bench_matmul" bash scripts/dev-build ab > $W/base.log 2>&1) &
 PYTHONPATH=$W/site python3 $W/new/bench/make_shape_gguf.py --shape qwen3.5-0.8b --type Q4_K_M \
