@@ -19,6 +19,9 @@ from eyas import generation
 from eyas.sampling import SamplingParams
 from eyas.speculative import generator as gm
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "advance-2026-12-07"))
+from interleave import choosers_of, rotations, use_choosers  # noqa: E402  (the rotation advance_ab.py uses)
+
 limit, repeats, policies = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3].split(",")
 sampling = dict(temperature=float(os.environ.get("TEMP", "0")), top_p=float(os.environ.get("TOPP", "1")),
                 seed=int(os.environ.get("SEED", "1")))
@@ -42,16 +45,13 @@ def run(ids, max_tokens, policy):
     if policy == "plain":
         steps = generation.stream(model.transformer, ids, SamplingParams(**sampling))
     else:
-        for table, value in zip((gm._GREEDY_CHOOSERS, gm._GREEDY_LOOKUP_CHOOSERS), carried[policy]):
-            table.pop(proposer, None)
-            if value is not None:
-                table[proposer] = value
+        use_choosers(proposer, carried[policy])
         tree = policy.rstrip("*~")
         steps = generation.stream(model.transformer, ids, SamplingParams(**sampling), proposer=proposer,
                                   policy=None if tree == "auto" else tree)
     out = generation.Generation(steps, model.tokenizer, num_prompt_tokens=len(ids), max_tokens=max_tokens).consume()
     if policy != "plain":
-        carried[policy] = (gm._GREEDY_CHOOSERS.get(proposer), gm._GREEDY_LOOKUP_CHOOSERS.get(proposer))
+        carried[policy] = choosers_of(proposer)
     return out.metrics
 
 
@@ -63,21 +63,13 @@ for path in sys.argv[4:]:
             carried[p] = (None, None)
     seconds, tokens, forwards, nodes, rounds = (collections.defaultdict(float) for _ in range(5))
     per_prompt = collections.defaultdict(lambda: collections.defaultdict(float))
-    first = model.encode_prompt(rows[0]["prompt"], chat=rows[0].get("chat", False))
-    for p in order:  # warm-up
-        run(first, 32, p)
-    for i, row in enumerate(rows):
-        ids = model.encode_prompt(row["prompt"], chat=row.get("chat", False))
-        for r in range(repeats):
-            k = (i * repeats + r) % len(order)
-            for p in order[k:] + order[:k]:
-                m = run(ids, row.get("max_tokens") or 128, p)
-                seconds[p] += m["decode_s"]
-                per_prompt[i][p] += m["decode_s"]
-                tokens[p] += m["num_generated_tokens"]
-                forwards[p] += m.get("num_steps") or m["num_generated_tokens"]
-                nodes[p] += (m.get("mean_tree_size") or 1) * (m.get("num_drafts") or 0)
-                rounds[p] += m.get("num_drafts") or 0
+    for i, _, p, m in rotations(model, rows, order, repeats, run):
+        seconds[p] += m["decode_s"]
+        per_prompt[i][p] += m["decode_s"]
+        tokens[p] += m["num_generated_tokens"]
+        forwards[p] += m.get("num_steps") or m["num_generated_tokens"]
+        nodes[p] += (m.get("mean_tree_size") or 1) * (m.get("num_drafts") or 0)
+        rounds[p] += m.get("num_drafts") or 0
     cells = []
     for p in policies:
         tau = tokens[p] / forwards[p]
